@@ -1,0 +1,5 @@
+"""`python -m attngeom`: the command line."""
+
+from attngeom.cli import main
+
+raise SystemExit(main())

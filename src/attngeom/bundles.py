@@ -1,0 +1,204 @@
+"""The bundle format of the original runs: read with full validation, and write.
+
+A bundle folder holds, per variant and seed, `attn_{variant}_s{seed}.npz` (the attention maps
+at the telemetry checkpoints), `geom_{variant}_s{seed}.npz` (final q, k and maps on the fixed
+window) and one `yat_attention.json` with every run's record. Anything malformed raises
+`InputError` with the file and the problem in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from attngeom.errors import InputError
+
+VARIANTS = ("softmax", "yat_b", "goat_v")
+STRICT_MASK = {"softmax": False, "yat_b": False, "goat_v": True, "yat": False, "goat_nov": True}
+KERNEL_VARIANTS = {"yat_b", "goat_v", "yat", "goat_nov"}
+RUN_JSON = "yat_attention.json"
+_STEP_KEY = re.compile(r"^step(\d+)$")
+
+
+@dataclass(frozen=True)
+class ModelEvidence:
+    """Everything one trained model left on the fixed window, as the bundle stores it."""
+
+    variant: str
+    seed: int
+    tokens_T: np.ndarray
+    maps: dict[int, np.ndarray]  # checkpoint step -> attn_LHTT (float16)
+    q_LHTD: np.ndarray
+    k_LHTD: np.ndarray
+    attn_LHTT: np.ndarray
+    run: dict
+    cfg: dict
+    files: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def strict(self) -> bool:
+        """True when row i sees keys j < i only (goat variants), False for j <= i."""
+        return STRICT_MASK.get(self.variant, False)
+
+    @property
+    def b_LH(self) -> np.ndarray | None:
+        return _scalars(self, "b_learned")
+
+    @property
+    def eps_LH(self) -> np.ndarray | None:
+        return _scalars(self, "eps_learned")
+
+
+def _scalars(model: ModelEvidence, key: str) -> np.ndarray | None:
+    if key not in model.run:
+        return None
+    return np.asarray(model.run[key], dtype=np.float64)
+
+
+def _load_npz(path: Path) -> dict[str, np.ndarray]:
+    if not path.is_file():
+        raise InputError(f"{path}: missing file")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
+        raise InputError(f"{path}: corrupt or truncated npz ({type(exc).__name__}: {exc})") from exc
+
+
+def _check_array(path: Path, key: str, arr: np.ndarray, shape: tuple, dtype_kind: str) -> None:
+    if arr.ndim != len(shape) or any(want is not None and got != want for got, want in zip(arr.shape, shape)):
+        want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
+        raise InputError(f"{path}: '{key}' has shape {arr.shape}, expected {want}")
+    if dtype_kind == "f16" and arr.dtype != np.float16:
+        raise InputError(f"{path}: '{key}' has dtype {arr.dtype}, expected float16")
+    if dtype_kind == "int" and arr.dtype.kind not in "iu":
+        raise InputError(f"{path}: '{key}' has dtype {arr.dtype}, expected integers")
+    if dtype_kind == "f16" and not np.isfinite(arr).all():
+        raise InputError(f"{path}: '{key}' holds NaN or inf")
+
+
+def _require(path: Path, data: dict, keys: tuple[str, ...]) -> None:
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise InputError(f"{path}: missing key(s) {', '.join(missing)} (has {', '.join(sorted(data)) or 'none'})")
+
+
+def read_run_json(path: Path) -> dict:
+    """Parse and sanity-check a `yat_attention.json`."""
+    if not path.is_file():
+        raise InputError(f"{path}: missing file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("runs"), list) or not isinstance(data.get("cfg"), dict):
+        raise InputError(f"{path}: expected an object with 'runs' (list) and 'cfg' (object)")
+    return data
+
+
+def _find_run(path: Path, data: dict, variant: str, seed: int) -> dict:
+    runs = [r for r in data["runs"] if isinstance(r, dict) and r.get("variant") == variant and r.get("seed") == seed]
+    if not runs:
+        raise InputError(f"{path}: no run record for variant {variant} seed {seed}")
+    return runs[0]
+
+
+def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
+    """Load and validate one model's evidence from a bundle folder."""
+    folder = Path(folder)
+    attn_path = folder / f"attn_{variant}_s{seed}.npz"
+    geom_path = folder / f"geom_{variant}_s{seed}.npz"
+    json_path = folder / RUN_JSON
+    geom = _load_npz(geom_path)
+    _require(geom_path, geom, ("tokens", "q", "k", "attn"))
+    _check_array(geom_path, "q", geom["q"], (None, None, None, None), "f16")
+    L, H, T, D = geom["q"].shape
+    _check_array(geom_path, "k", geom["k"], (L, H, T, D), "f16")
+    _check_array(geom_path, "attn", geom["attn"], (L, H, T, T), "f16")
+    _check_array(geom_path, "tokens", geom["tokens"], (T,), "int")
+
+    attn = _load_npz(attn_path)
+    _require(attn_path, attn, ("tokens",))
+    _check_array(attn_path, "tokens", attn["tokens"], (T,), "int")
+    maps = {}
+    for key, arr in attn.items():
+        if (m := _STEP_KEY.match(key)) is not None:
+            _check_array(attn_path, key, arr, (L, H, T, T), "f16")
+            maps[int(m.group(1))] = arr
+    if len(maps) < 2:
+        raise InputError(f"{attn_path}: expected attention maps under step<N> keys, found {len(maps)}")
+    if not np.array_equal(attn["tokens"], geom["tokens"]):
+        raise InputError(f"{attn_path}: 'tokens' differ from those in {geom_path.name}")
+
+    data = read_run_json(json_path)
+    run = _find_run(json_path, data, variant, seed)
+    if variant in KERNEL_VARIANTS:
+        for key in ("b_learned", "eps_learned"):
+            try:
+                arr = np.asarray(run.get(key), dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"{json_path}: '{key}' of {variant} is not numeric") from exc
+            if arr.shape != (L, H):
+                raise InputError(f"{json_path}: '{key}' of {variant} has shape {arr.shape}, expected {(L, H)}")
+            if not np.isfinite(arr).all() or (arr <= 0).any():
+                raise InputError(f"{json_path}: '{key}' of {variant} holds non-finite or non-positive values")
+    best = run.get("best_val")
+    if not isinstance(best, (int, float)) or not np.isfinite(best):
+        raise InputError(f"{json_path}: 'best_val' of {variant} is missing or not finite")
+    return ModelEvidence(
+        variant=variant,
+        seed=seed,
+        tokens_T=geom["tokens"],
+        maps=dict(sorted(maps.items())),
+        q_LHTD=geom["q"],
+        k_LHTD=geom["k"],
+        attn_LHTT=geom["attn"],
+        run=run,
+        cfg=data["cfg"],
+        files={"attn": attn_path, "geom": geom_path, "json": json_path},
+    )
+
+
+def find_model_folders(root: Path, seed: int = 0) -> dict[str, Path]:
+    """Map each variant found under `root` (searched recursively) to the folder of its geom file."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a folder of bundles")
+    found: dict[str, Path] = {}
+    for geom in sorted(root.rglob(f"geom_*_s{seed}.npz")):
+        variant = geom.name[len("geom_") : -len(f"_s{seed}.npz")]
+        if variant in found:
+            raise InputError(f"{geom}: a second bundle for {variant} seed {seed} (first in {found[variant]})")
+        found[variant] = geom.parent
+    return found
+
+
+def load_models(root: Path, variants: tuple[str, ...] = VARIANTS, seed: int = 0) -> dict[str, ModelEvidence]:
+    """Load every requested variant from a folder of bundles; a missing one is an InputError."""
+    folders = find_model_folders(root, seed)
+    missing = [v for v in variants if v not in folders]
+    if missing:
+        raise InputError(f"{root}: no geom_{missing[0]}_s{seed}.npz under this folder (needed: {', '.join(variants)})")
+    return {v: load_model(folders[v], v, seed) for v in variants}
+
+
+def write_attn_npz(path: Path, tokens_T: np.ndarray, maps: dict[int, np.ndarray]) -> None:
+    """Write `attn_{variant}_s{seed}.npz` in the original format."""
+    arrays = {f"step{s}": np.asarray(m, dtype=np.float16) for s, m in maps.items()}
+    np.savez_compressed(path, tokens=np.asarray(tokens_T, dtype=np.int32), **arrays)
+
+
+def write_geom_npz(path: Path, tokens_T: np.ndarray, q_LHTD, k_LHTD, attn_LHTT) -> None:
+    """Write `geom_{variant}_s{seed}.npz` in the original format."""
+    np.savez_compressed(
+        path,
+        tokens=np.asarray(tokens_T, dtype=np.int32),
+        q=np.asarray(q_LHTD, dtype=np.float16),
+        k=np.asarray(k_LHTD, dtype=np.float16),
+        attn=np.asarray(attn_LHTT, dtype=np.float16),
+    )

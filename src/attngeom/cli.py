@@ -1,0 +1,47 @@
+"""The command line: `python -m attngeom [verify|rerun|kaggle|docker|figures] ...`.
+
+Each subcommand lives in its own module, which exposes `register(subparsers)`; the parser it
+adds sets `func`, called with the parsed arguments and returning the exit status. Unusable
+input (`InputError`) becomes one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from attngeom.errors import EXIT_INPUT, InputError
+
+SUBCOMMAND_MODULES = ("attngeom.verify",)
+DEFAULT_SUBCOMMAND = "verify"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, one subparser per registered subcommand module."""
+    parser = argparse.ArgumentParser(
+        prog="reproduce.sh",
+        description="Verify the claims of 'The Geometry of Attention Is a Choice of Kernel'.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse, dispatch, and turn bad input into exit status 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    commands = set(parser._subparsers._group_actions[0].choices)  # noqa: SLF001 - argparse keeps them here
+    if not argv or (argv[0] not in commands and argv[0] not in ("-h", "--help")):
+        argv.insert(0, DEFAULT_SUBCOMMAND)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,119 @@
+"""Remote files (the corpus and the author's bundles): download or mirror, cache, verify sha256.
+
+pooch does the downloading, caching and hash checking: a file is streamed to a temporary
+name beside its cache entry and moved into place only once its sha256 matches, so an
+interrupted or corrupted download never leaves a file that a later run would trust.
+`ATTNGEOM_MIRROR=DIR` (or `mirror=`) replaces the network with `DIR/<host>/<path>`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pooch
+
+from attngeom.errors import InputError
+
+CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+BUNDLE_BASE = (
+    "https://raw.githubusercontent.com/mlnomadpy/blog/"
+    "2f48c7fc4e18217d04dd4a582341743338b89ddf/scripts/results/"
+)
+
+# URL -> sha256, as published (ORIGINAL_RUNS.md).
+REGISTRY: dict[str, str] = {
+    CORPUS_URL: "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+    **{
+        BUNDLE_BASE + name: sha
+        for name, sha in {
+            "kgl_blog-attngeom-qk/attn_softmax_s0.npz": "557dfc6a5e3a7d52207159d5fe160b5b9bae9748a0d92cbdf7b086d33559e317",
+            "kgl_blog-attngeom-qk/attn_yat_b_s0.npz": "14ac5a8107e072e75b6e19f7b64181d4e071b7b5af9da3ed361864b5683e6f82",
+            "kgl_blog-attngeom-qk/geom_softmax_s0.npz": "b886415deb71b1cd2da7dfbe3fd08a21d0843b332c7294883d1a87d8b8031307",
+            "kgl_blog-attngeom-qk/geom_yat_b_s0.npz": "68a9af316a9c9c8cdb040b367baffe3043f70bf1b441961d0f6fdbb176fb94c1",
+            "kgl_blog-attngeom-qk/yat_attention.json": "71cc7efe088c4b430befe7d960f8417a516ea953d11420682ce46122cd46cbbe",
+            "kgl_blog-attngeom-goat/attn_goat_v_s0.npz": "b3809d171a5b834688d220d30563c69e1adedebba404e1ca8a516ad9187bcaa0",
+            "kgl_blog-attngeom-goat/geom_goat_v_s0.npz": "adc300d195f6659e41fb3e35bb82fe7b7e3c41aafe36af4b57de9f90cecb9a4d",
+            "kgl_blog-attngeom-goat/yat_attention.json": "59799c566f3b55f251047cf22d7cb71b564ad55c3958cf37b808d206b50da9a2",
+            "kgl_blog-yatattn-b-telem/attn_yat_b_s0.npz": "3e28534c509583de9df72f00faba9f256c817ccfcc6428f67cacb10dd6430963",
+            "kgl_blog-yatattn-b-telem/yat_attention.json": "8694be8c97e97e6e3abab5c00e30779d696233057cf85813da666252a2291804",
+            "kgl_blog-goat-telem/attn_goat_v_s0.npz": "2bb5f3ca31d5365382b64e6b4b716a2fb86dff273f93f68bad1d600711014a8c",
+            "kgl_blog-goat-telem/yat_attention.json": "cdaa2d4f812f829fcb4267320edcfb68d8d62129fef3cdf5fa3f3f17cbc267b2",
+        }.items()
+    },
+}
+
+pooch.get_logger().setLevel("WARNING")
+
+PUBLISHED_BUNDLES = ("kgl_blog-attngeom-qk", "kgl_blog-attngeom-goat")
+TELEMETRY_BUNDLES = ("kgl_blog-yatattn-b-telem", "kgl_blog-goat-telem")
+
+
+def cache_dir() -> Path:
+    """Where verified downloads are kept: `ATTNGEOM_CACHE`, else the user's cache folder."""
+    return Path(os.environ.get("ATTNGEOM_CACHE") or pooch.os_cache("attngeom"))
+
+
+def mirror_dir() -> Path | None:
+    """The local mirror named by `ATTNGEOM_MIRROR`, if any."""
+    value = os.environ.get("ATTNGEOM_MIRROR")
+    return Path(value).expanduser() if value else None
+
+
+def url_path(url: str) -> Path:
+    """`<host>/<path>` of a URL: its place in a mirror and in the cache."""
+    parts = urlparse(url)
+    return Path(parts.netloc) / parts.path.lstrip("/")
+
+
+def _mirror_downloader(mirror: Path):
+    def download(url: str, output_file, _pooch) -> None:
+        source = mirror / url_path(url)
+        if not source.is_file():
+            raise InputError(f"{source}: not in the mirror (ATTNGEOM_MIRROR={mirror})")
+        if hasattr(output_file, "write"):
+            with open(source, "rb") as src:
+                shutil.copyfileobj(src, output_file)
+        else:
+            shutil.copyfile(source, output_file)
+
+    return download
+
+
+def fetch(url: str, mirror: Path | None = None, progress: bool = False) -> Path:
+    """Return a local, sha256-verified copy of a registered remote file."""
+    if url not in REGISTRY:
+        raise InputError(f"{url}: not a registered remote file")
+    mirror = mirror if mirror is not None else mirror_dir()
+    target = cache_dir() / url_path(url)
+    downloader = _mirror_downloader(mirror) if mirror else pooch.HTTPDownloader(progressbar=progress)
+    try:
+        path = pooch.retrieve(
+            url,
+            known_hash=f"sha256:{REGISTRY[url]}",
+            fname=target.name,
+            path=target.parent,
+            downloader=downloader,
+        )
+    except InputError:
+        raise
+    except ValueError as exc:  # pooch's hash mismatch
+        raise InputError(f"{url}: sha256 mismatch, file rejected ({str(exc).splitlines()[0]})") from exc
+    except Exception as exc:  # network and file-system failures
+        raise InputError(f"{url}: download failed ({type(exc).__name__}: {exc})") from exc
+    return Path(path)
+
+
+def fetch_bundles(names: tuple[str, ...] = PUBLISHED_BUNDLES, mirror: Path | None = None) -> Path:
+    """Fetch every file of the named published bundles; return the folder that holds them."""
+    for url in REGISTRY:
+        if any(url.startswith(BUNDLE_BASE + name + "/") for name in names):
+            fetch(url, mirror)
+    return cache_dir() / url_path(BUNDLE_BASE)
+
+
+def fetch_corpus(mirror: Path | None = None) -> Path:
+    """Fetch the Tiny Shakespeare corpus."""
+    return fetch(CORPUS_URL, mirror)

@@ -1,0 +1,36 @@
+"""Shared fixtures: the mirror of the remote files and a private download cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MIRROR = REPO.parent / "shared" / "mirror"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not os.environ.get("ATTNGEOM_MIRROR") and DEFAULT_MIRROR.is_dir():
+        os.environ["ATTNGEOM_MIRROR"] = str(DEFAULT_MIRROR)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Downloads during tests go to a fresh cache, never the user's."""
+    old = os.environ.get("ATTNGEOM_CACHE")
+    os.environ["ATTNGEOM_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("ATTNGEOM_CACHE", None)
+    else:
+        os.environ["ATTNGEOM_CACHE"] = old
+
+
+@pytest.fixture(scope="session")
+def published_root(_private_cache) -> Path:
+    """The author's published bundles, fetched (from the mirror in CI) and verified."""
+    from attngeom.fetch import fetch_bundles
+
+    return fetch_bundles()
