@@ -7,18 +7,19 @@
 #   ./reproduce.sh --help                                 every subcommand
 #
 # The first run builds a virtual environment from the hash-pinned requirements.lock.
+# ATTNGEOM_LOCK=FILE picks another lock (the Docker image uses requirements-cuda.lock).
 # ATTNGEOM_MIRROR=DIR replaces the network with a local copy laid out as DIR/<host>/<path>.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${ATTNGEOM_VENV:-$here/.venv}"
-lock="$here/requirements.lock"
+lock="${ATTNGEOM_LOCK:-$here/requirements.lock}"
 
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
 
 pick_python() {
   local cand
-  for cand in ${ATTNGEOM_PYTHON:-} python3.12 python3.11 python3.10 python3; do
+  for cand in ${ATTNGEOM_PYTHON:-} python3 python3.12 python3.11 python3.10; do
     command -v "$cand" >/dev/null 2>&1 || continue
     if "$cand" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 12)))' 2>/dev/null; then
       echo "$cand"; return 0
@@ -35,9 +36,9 @@ ensure_venv() {
   local py log
   py="$(pick_python)" || die "needs Python 3.10, 3.11 or 3.12 on PATH (or ATTNGEOM_PYTHON=/path/to/python)"
   log="$(mktemp -t attngeom-venv.XXXXXX.log)"
-  echo "reproduce.sh: building the environment in $venv from requirements.lock (first run only; log: $log)" >&2
-  if ! { "$py" -m venv --clear "$venv" && "$venv/bin/python" -m pip install --disable-pip-version-check \
-          --require-hashes -r "$lock"; } >"$log" 2>&1; then
+  echo "reproduce.sh: building the environment in $venv from $(basename "$lock") (first run only; log: $log)" >&2
+  if ! { { [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"; } && "$venv/bin/python" -m pip install \
+          --disable-pip-version-check --require-hashes -r "$lock"; } >"$log" 2>&1; then
     rm -f "$venv/.lock-sha256"
     die "could not install the locked dependencies; see $log"
   fi

@@ -102,7 +102,10 @@ def fetch(url: str, mirror: Path | None = None, progress: bool = False) -> Path:
     except ValueError as exc:  # pooch's hash mismatch
         raise InputError(f"{url}: sha256 mismatch, file rejected ({str(exc).splitlines()[0]})") from exc
     except Exception as exc:  # network and file-system failures
-        raise InputError(f"{url}: download failed ({type(exc).__name__}: {exc})") from exc
+        raise InputError(
+            f"{url}: download failed ({type(exc).__name__}); check the network, "
+            "or set ATTNGEOM_MIRROR=DIR to a local mirror laid out as DIR/<host>/<path>"
+        ) from exc
     return Path(path)
 
 

@@ -1,0 +1,148 @@
+"""One function per claim family: each reads the statistic a quoted claim is about from results.
+
+The expected file (expected/claims.json) names, for every quoted claim, the function here that
+computes it and the arguments; expected.py judges the returned value against the quote.
+A function returns a number or a boolean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from attngeom import toy
+
+
+def scale_moved_rows(results: dict, model: str) -> int:
+    """Winners that move when every query is rescaled, summed over all five scales and heads."""
+    return sum(results["models"][model]["scale_changed_rows"].values())
+
+
+def scale_comparisons(results: dict, model: str) -> int:
+    """How many winner comparisons the scale test makes (heads x scorable rows x scales)."""
+    return results["models"][model]["scale_comparisons"]
+
+
+def scale_changed_fraction(results: dict, model: str, t: float) -> float:
+    """Fraction of scorable rows whose winner changes when the queries are scaled by t."""
+    return results["models"][model]["scale_changed"][str(float(t))]
+
+
+def mean_norm_entropy(results: dict, model: str) -> float:
+    """Mean normalised entropy of the final maps' scorable rows."""
+    return results["models"][model]["mean_norm_entropy_final"]
+
+
+def distinct_winners(results: dict, model: str, step: str) -> float:
+    """Mean over heads of the distinct winners among 128 keys at a checkpoint ('first' or 'last')."""
+    occ = results["models"][model]["occupancy_by_step"]
+    key = list(occ)[0 if step == "first" else -1]
+    return occ[key] * results["models"][model]["setup"]["window"]
+
+
+def inversion(results: dict, sharp: str, diffuse: str) -> bool:
+    """The model with sharper rows (lower entropy) crowns more distinct winners at the end."""
+    a, b = results["models"][sharp], results["models"][diffuse]
+    sharper = a["mean_norm_entropy_final"] < b["mean_norm_entropy_final"]
+    more = list(a["occupancy_by_step"].values())[-1] > list(b["occupancy_by_step"].values())[-1]
+    return sharper and more
+
+
+def keys_inside_hull(results: dict, model: str) -> int:
+    """Keys that are convex combinations of their head's other keys (linear programming census)."""
+    return results["models"][model]["keys_inside_hull"]
+
+
+def keys_total(results: dict, model: str) -> int:
+    """Keys in the hull census (layers x heads x window)."""
+    return results["models"][model]["keys_total"]
+
+
+def reconstruction_error(results: dict, model: str) -> float:
+    """Largest |weights recomputed from exported q, k, b, eps - exported maps| over all heads."""
+    return results["models"][model]["reconstruction_max_abs"]
+
+
+def sweep_max_changed(results: dict, model: str) -> float:
+    """Largest changed fraction over the scale animation's 41 scales (its one head)."""
+    return max(results["models"][model]["scale_sweep"]["changed"])
+
+
+def census_fewer_owners(results: dict, fewer: str, more: str) -> bool:
+    """At the last checkpoint the census head of `fewer` has fewer distinct owners than `more`'s."""
+    a = list(results["models"][fewer]["census_head"]["distinct_by_step"].values())[-1]
+    b = list(results["models"][more]["census_head"]["distinct_by_step"].values())[-1]
+    return a < b
+
+
+def setup_fact(results: dict, fact: str) -> int | list:
+    """A setup fact read from the bundles; it must agree across every model.
+
+    'checkpoints' are reported as the number of updates each map follows: the last map is
+    stored under key step<STEPS-1>, taken after the final (STEPS-th) update.
+    """
+    values = []
+    for m in results["models"].values():
+        setup = m["setup"]
+        if fact == "checkpoints":
+            steps = list(setup["checkpoints"])
+            if setup["steps"] is not None and steps[-1] == setup["steps"] - 1:
+                steps[-1] = setup["steps"]
+            values.append(steps)
+        else:
+            values.append(setup[fact])
+    if any(v != values[0] for v in values):
+        return f"disagree: {values}"
+    return values[0]
+
+
+def quality_gap(results: dict, a: str, b: str) -> float:
+    """Relative gap of the best validation losses, |a - b| / min(a, b)."""
+    x, y = results["models"][a]["best_val"], results["models"][b]["best_val"]
+    return abs(x - y) / min(x, y)
+
+
+def wedge_random_moved(results: dict) -> int:
+    """Random keys in 2, 3, 8 and 48 dimensions: dot-law owners that move under query scaling."""
+    return results["mathematics"]["wedge_random"]["moved"]
+
+
+def wedge_border_residual(results: dict) -> float:
+    """Largest relative tie gap along rays through dot-law border points (0 on a cone)."""
+    return results["mathematics"]["wedge_random"]["border_residual"]
+
+
+def wedge_toy_moved(results: dict) -> int:
+    """The orbiting six toy bodies: dot-law owners that move under query scaling, every frame."""
+    return results["mathematics"]["wedge_toy_moved"]
+
+
+def hull_walk_share(results: dict, law: str, where: str, reduce: str) -> float:
+    """The walking body's share of the view, min or max over the frames inside/outside the hull."""
+    walk = results["mathematics"]["hull_walk"]
+    picked = [s for s, inside in zip(walk[f"share_{law}"], walk["inside"]) if where == "all" or inside == (where == "inside")]
+    return min(picked) if reduce == "min" else max(picked)
+
+
+def own_ground(results: dict, field: str) -> float | int | bool:
+    """kappa(k, k) against its formula, and how many toy bodies win at their own position."""
+    return results["mathematics"]["own_ground"][field]
+
+
+def far_field_gap(results: dict, t: float) -> float:
+    """Relative gap between t (kappa(t u, k) - (u.k)^2) and 2 (u.k)((u.k)^2 + b) at large t."""
+    return results["mathematics"]["far_field"]["correction_gap"][str(float(t))]
+
+
+def far_field_radius(results: dict, level: float) -> float:
+    """First radius of the far-field sweep whose antipodal agreement reaches `level` (inf: never)."""
+    return toy.first_radius_reaching(results["mathematics"]["far_field"], level)
+
+
+def far_field_max_agreement(results: dict) -> float:
+    """Largest antipodal agreement over the far-field sweep (radius 2 to 120)."""
+    return max(results["mathematics"]["far_field"]["agreement"])
+
+
+CLAIM_FUNCTIONS: dict[str, Callable] = {
+    name: fn for name, fn in globals().items() if callable(fn) and getattr(fn, "__module__", None) == __name__
+}

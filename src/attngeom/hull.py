@@ -1,0 +1,82 @@
+"""Hull census: is each key a convex combination of its head's other keys?
+
+A key that is the strict unique maximiser of some linear functional over its head's keys is a
+vertex of their hull, so it is provably not inside the others' hull. Certificates come in two
+rounds: the functionals x -> (k_j - c).x for two centres c settle most keys at once; for the rest,
+Frank-Wolfe steps towards the min-norm point p of conv{k_l - k_j} stop as soon as p.(k_l - k_j) > 0
+for every other l, which is a certificate. Only keys still without one go to the exact test: a linear-programming feasibility problem (HiGHS)
+asking for weights lambda >= 0, sum lambda = 1, sum lambda_l k_l = k_j over the other keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linprog
+
+from attngeom.errors import InputError
+
+_MARGIN = 1e-9
+
+
+def certified_vertices(k_NTD: np.ndarray) -> np.ndarray:
+    """True where a key is the strict unique maximiser of a certifying functional: (N, T)."""
+    k = k_NTD.astype(np.float64)
+    T = k.shape[-2]
+    eye = np.eye(T, dtype=bool)
+    certified = np.zeros(k.shape[:-1], dtype=bool)
+    for centre in (k.mean(-2, keepdims=True), np.zeros_like(k[..., :1, :])):
+        u = k - centre
+        s_NTT = np.einsum("...jd,...ld->...jl", u, k)  # functional of key j applied to key l
+        own = np.diagonal(s_NTT, axis1=-2, axis2=-1)
+        rival = np.where(eye, -np.inf, s_NTT).max(-1)
+        certified |= own - rival > _MARGIN * np.maximum(1.0, np.abs(own))
+    return certified
+
+
+def separated_by_frank_wolfe(k_NTD: np.ndarray, todo_P2: np.ndarray, iterations: int = 300) -> np.ndarray:
+    """For each (head, key) pair in `todo_P2`, True when a separating functional was found."""
+    n, j = todo_P2[:, 0], todo_P2[:, 1]
+    d_PTD = k_NTD[n] - k_NTD[n, j][:, None, :]
+    P, T, _ = d_PTD.shape
+    rows = np.arange(P)
+    is_self_PT = np.arange(T)[None, :] == j[:, None]
+    p_PD = d_PTD.sum(1) / (T - 1)
+    separated = np.zeros(P, dtype=bool)
+    active = rows
+    for _ in range(iterations):
+        s_AT = np.matmul(d_PTD[active], p_PD[active][:, :, None])[..., 0]
+        s_AT[is_self_PT[active]] = np.inf
+        worst = s_AT.argmin(1)
+        done = s_AT[np.arange(len(active)), worst] > _MARGIN
+        separated[active[done]] = True
+        active, worst = active[~done], worst[~done]
+        if len(active) == 0:
+            break
+        step_AD = d_PTD[active, worst] - p_PD[active]
+        num = -(p_PD[active] * step_AD).sum(1)
+        gamma = np.clip(num / np.maximum((step_AD * step_AD).sum(1), 1e-300), 0.0, 1.0)
+        p_PD[active] += gamma[:, None] * step_AD
+    return separated
+
+
+def inside_by_lp(keys_TD: np.ndarray, j: int) -> bool:
+    """Exact test: is key j a convex combination of the other keys? (HiGHS feasibility LP)."""
+    others = np.delete(keys_TD, j, axis=0)
+    a_eq = np.vstack([others.T, np.ones(len(others))])
+    b_eq = np.concatenate([keys_TD[j], [1.0]])
+    res = linprog(np.zeros(len(others)), A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    if res.status not in (0, 2):
+        raise InputError(f"hull linear program for key {j} ended with status {res.status}: {res.message}")
+    return res.status == 0
+
+
+def inside_hull(k_NTD: np.ndarray) -> np.ndarray:
+    """For every head and key, whether the key lies in the convex hull of the head's other keys."""
+    k = k_NTD.astype(np.float64)
+    flat = k.reshape(-1, *k.shape[-2:])
+    inside = np.zeros(flat.shape[:2], dtype=bool)
+    todo = np.argwhere(~certified_vertices(flat))
+    todo = todo[~separated_by_frank_wolfe(flat, todo)]
+    for n, j in todo:
+        inside[n, j] = inside_by_lp(flat[n], j)
+    return inside.reshape(k.shape[:-1])

@@ -1,0 +1,50 @@
+"""The two score laws, vectorised over any leading axes.
+
+Dot product (softmax attention): s(q, k) = q.k; the softmax is monotone, so it never changes a
+winner. Yat kernel: kappa(q, k) = (q.k + b)^2 / (max(|q|^2 + |k|^2 - 2 q.k, 0) + eps), the
+distance assembled from the same dot products exactly as the original script did.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def available_TT(T: int, strict: bool) -> np.ndarray:
+    """Keys row i may attend: j <= i (causal) or j < i (strict, goat variants)."""
+    i_T1, j_1T = np.arange(T)[:, None], np.arange(T)[None, :]
+    return j_1T < i_T1 if strict else j_1T <= i_T1
+
+
+def first_scorable(strict: bool) -> int:
+    """The first row with at least two available keys."""
+    return 2 if strict else 1
+
+
+def dots(q_NTD: np.ndarray, k_NSD: np.ndarray) -> np.ndarray:
+    """All query-key dot products, in float64: (..., T, S)."""
+    return np.einsum("...td,...sd->...ts", q_NTD.astype(np.float64), k_NSD.astype(np.float64))
+
+
+def kernel(dots_NTS, qq_NT, kk_NS, b_N, eps_N, t: float = 1.0) -> np.ndarray:
+    """kappa with the query scaled by t, from dot products and squared norms.
+
+    `b_N` and `eps_N` broadcast against the leading axes (one scalar per head).
+    """
+    b = np.asarray(b_N, dtype=np.float64)[..., None, None]
+    eps = np.asarray(eps_N, dtype=np.float64)[..., None, None]
+    d2 = (t * t) * qq_NT[..., :, None] + kk_NS[..., None, :] - 2.0 * t * dots_NTS
+    return (t * dots_NTS + b) ** 2 / (np.maximum(d2, 0.0) + eps)
+
+
+def kernel_weights(kappa_NTS: np.ndarray, available_TS: np.ndarray) -> np.ndarray:
+    """Masked kappa normalised by its row sum (+1e-9, as the original): rows with no key stay 0."""
+    masked = np.where(available_TS, kappa_NTS, 0.0)
+    return masked / (masked.sum(-1, keepdims=True) + 1e-9)
+
+
+def kernel_points(q_PD: np.ndarray, k_KD: np.ndarray, b: float, eps: float) -> np.ndarray:
+    """kappa between explicit points (toy geometry): (P, K)."""
+    d = q_PD @ k_KD.T
+    d2 = (q_PD * q_PD).sum(1)[:, None] + (k_KD * k_KD).sum(1)[None, :] - 2.0 * d
+    return (d + b) ** 2 / (np.maximum(d2, 0.0) + eps)

@@ -1,0 +1,97 @@
+"""The report a reviewer reads: REPORT.md (GitHub), report.json (machine-readable, with
+provenance) and results.json (every statistic). Files are written atomically."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from attngeom import __version__
+
+LIBRARIES = ("numpy", "scipy", "pooch", "matplotlib", "jax", "jaxlib", "flax", "optax", "kaggle")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def sha256_file(path: Path) -> str:
+    """sha256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
+    """Where the judgement came from: inputs, expected values, software, machine, date, command."""
+    versions = {"attngeom": __version__, "python": platform.python_version()}
+    for lib in LIBRARIES:
+        try:
+            versions[lib] = metadata.version(lib)
+        except metadata.PackageNotFoundError:
+            continue
+    return {
+        "inputs": {str(p): sha256_file(p) for p in inputs},
+        "expected_sha256": expected_sha,
+        "versions": versions,
+        "git_commit": _git_commit(),
+        "machine": f"{platform.platform()} ({platform.machine()}, {os.cpu_count()} CPUs)",
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(["reproduce.sh", *sys.argv[1:]]),
+    }
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ").replace("\t", " ")
+
+
+def markdown(report: dict) -> str:
+    """REPORT.md: the verdict, then one table row per claim."""
+    s = report["summary"]
+    lines = [
+        "# attngeom: verification report",
+        "",
+        f"**{s['verdict']}**: {s['passed']} passed, {s['failed']} failed, {s['skipped']} not judged "
+        f"(tier: {report['tier']}; {report['provenance']['date']}).",
+        "",
+        "| verdict | claim | quote (place in the post) | expected | measured | tolerance reason |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in report["claims"]:
+        mark = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIP": "skip"}[c["verdict"]]
+        lines.append(
+            f"| {mark} | {_cell(c['claim'])} (`{c['id']}`) | \"{_cell(c['quote'])}\" ({_cell(c['source'])}) "
+            f"| {_cell(c['expected'])} | {_cell(c['measured'])} | {_cell(c['tolerance_reason'])} |"
+        )
+    p = report["provenance"]
+    lines += ["", "## Provenance", "", f"- command: `{p['command']}`", f"- machine: {p['machine']}",
+              f"- git commit: {p['git_commit']}", "- versions: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items()),
+              "- expected values: " + ", ".join(f"{k} `{v}`" for k, v in p["expected_sha256"].items()), "- inputs:"]
+    lines += [f"  - `{path}`: `{sha}`" for path, sha in p["inputs"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(out: Path, report: dict, results: dict) -> None:
+    """Write REPORT.md, report.json and results.json into `out`."""
+    write_atomic(out / "results.json", json.dumps(results, indent=1) + "\n")
+    write_atomic(out / "report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    write_atomic(out / "REPORT.md", markdown(report))

@@ -1,0 +1,109 @@
+"""Every statistic the analysis computes, per model and for the mathematics, as plain JSON data.
+
+`results.json` holds this whole dictionary, including statistics the author computed but did
+not quote; the claims (claims.py) only read from it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from attngeom import hull, stats, theorems, toy
+from attngeom.bundles import ModelEvidence
+
+
+def _round(x, digits: int = 10):
+    return np.round(np.asarray(x, dtype=np.float64), digits).tolist()
+
+
+def model_results(model: ModelEvidence) -> dict:
+    """All statistics of one trained model on the fixed window."""
+    L, H, T, D = model.q_LHTD.shape
+    steps = sorted(model.maps)
+    final = steps[-1]
+    changed_LHS = stats.scale_changed(model)
+    occ = {s: stats.occupancy(model.maps[s], model.strict) for s in steps}
+    entropy_LH = stats.norm_entropy(model.maps[final], model.strict)
+    inside_LHT = hull.inside_hull(model.k_LHTD)
+    nearest_LH, aligned_LH = stats.winner_agreement(model)
+    rows = T - 1 - int(model.strict)
+    census = tuple(stats.CENSUS_HEAD)
+    out = {
+        "variant": model.variant,
+        "seed": model.seed,
+        "setup": {
+            "layers": L,
+            "heads": H,
+            "head_dim": D,
+            "window": T,
+            "steps": model.cfg.get("STEPS"),
+            "checkpoints": steps,
+            "scorable_rows_per_head": rows,
+        },
+        "scale_t": list(stats.SCALES),
+        "scale_changed": {str(t): float(changed_LHS[..., i].mean()) for i, t in enumerate(stats.SCALES)},
+        "scale_changed_rows": {
+            str(t): int(round(changed_LHS[..., i].sum() * rows)) for i, t in enumerate(stats.SCALES)
+        },
+        "scale_comparisons": L * H * rows * len(stats.SCALES),
+        "mean_norm_entropy_final": float(entropy_LH.mean()),
+        "occupancy_by_step": {str(s): float(o.mean()) for s, o in occ.items()},
+        "occupancy_final_min": float(occ[final].min()),
+        "occupancy_final_max": float(occ[final].max()),
+        "keys_inside_hull": int(inside_LHT.sum()),
+        "keys_total": int(inside_LHT.size),
+        "winner_is_nearest": float(nearest_LH.mean()),
+        "winner_is_aligned": float(aligned_LH.mean()),
+        "scale_sweep": {
+            "head": list(stats.SWEEP_HEAD),
+            "scales": _round(stats.SWEEP_SCALES),
+            "changed": _round(stats.scale_sweep(model)),
+        },
+        "census_head": {"head": list(census), "distinct_by_step": {str(s): int(round(occ[s][census] * T)) for s in steps}},
+        "best_val": float(model.run["best_val"]),
+        "bpc": float(model.run["best_val"]) / math.log(2),
+        "per_head": {
+            "scale_changed": _round(changed_LHS),
+            "occupancy_by_step": {str(s): _round(o) for s, o in occ.items()},
+            "mean_norm_entropy_final": _round(entropy_LH),
+            "keys_inside_hull": inside_LHT.sum(-1).tolist(),
+            "winner_is_nearest": _round(nearest_LH),
+            "winner_is_aligned": _round(aligned_LH),
+        },
+    }
+    if model.b_LH is not None:
+        out["reconstruction_max_abs"] = stats.reconstruction_error(model)
+        out["per_head"]["b"] = _round(model.b_LH)
+        out["per_head"]["eps"] = _round(model.eps_LH)
+    return out
+
+
+def mathematics_results() -> dict:
+    """The exact theorems' numerical witnesses and the toy panels' numbers."""
+    walk = toy.hull_walk()
+    far = toy.far_field()
+    return {
+        "wedge_random": theorems.wedge_random(),
+        "wedge_toy_moved": theorems.wedge_toy(),
+        "hull_walk": {
+            "inside": walk["inside"].tolist(),
+            "share_dot": _round(walk["share_dot"]),
+            "share_kernel": _round(walk["share_kernel"]),
+        },
+        "own_ground": toy.own_ground(),
+        "far_field": {
+            "radius": _round(far["radius"]),
+            "agreement": _round(far["agreement"]),
+            "correction_gap": {str(t): toy.far_field_correction(t) for t in (1e2, 1e3, 1e4)},
+        },
+    }
+
+
+def compute_results(models: dict[str, ModelEvidence]) -> dict:
+    """results.json: every model's statistics plus the mathematics."""
+    return {
+        "models": {name: model_results(m) for name, m in models.items()},
+        "mathematics": mathematics_results(),
+    }

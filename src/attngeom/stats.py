@@ -1,0 +1,98 @@
+"""The statistics behind the quoted numbers, per trained model, in float64 from the float16 bundles.
+
+Definitions follow ORIGINAL_RUNS.md: scorable rows have at least two available keys, a row's
+winner is the argmax over its available keys, and every statistic is kept per head (L, H) so the
+report can show the spread as well as the mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attngeom import laws
+from attngeom.bundles import ModelEvidence
+
+SCALES = (0.5, 0.8, 1.25, 2.0, 4.0)
+SWEEP_SCALES = tuple(np.geomspace(0.25, 4.0, 41).tolist())
+SWEEP_HEAD = (0, 0)
+CENSUS_HEAD = (3, 0)
+
+
+def winners(scores_NTS: np.ndarray, strict: bool) -> np.ndarray:
+    """Winner of each scorable row: argmax over the available keys, (..., rows)."""
+    T = scores_NTS.shape[-2]
+    masked = np.where(laws.available_TT(T, strict), scores_NTS, -np.inf)
+    return masked.argmax(-1)[..., laws.first_scorable(strict) :]
+
+
+def distinct_count(win_NR: np.ndarray) -> np.ndarray:
+    """How many distinct values each row of winners holds, (...)."""
+    ordered = np.sort(win_NR, axis=-1)
+    return 1 + (np.diff(ordered, axis=-1) != 0).sum(-1)
+
+
+def raw_scores(model: ModelEvidence, t: float = 1.0, q_NTD=None, k_NSD=None, head=(...,)) -> np.ndarray:
+    """The model's raw score with every query scaled by t: t q.k (softmax) or kappa (kernel)."""
+    q = model.q_LHTD[head] if q_NTD is None else q_NTD
+    k = model.k_LHTD[head] if k_NSD is None else k_NSD
+    d = laws.dots(q, k)
+    if model.b_LH is None:
+        return t * d
+    q64, k64 = q.astype(np.float64), k.astype(np.float64)
+    return laws.kernel(d, (q64**2).sum(-1), (k64**2).sum(-1), model.b_LH[head], model.eps_LH[head], t)
+
+
+def scale_changed(model: ModelEvidence, scales=SCALES, head=(...,)) -> np.ndarray:
+    """Fraction of scorable rows whose winner moves when queries are scaled by t: (..., len(scales))."""
+    base = winners(raw_scores(model, 1.0, head=head), model.strict)
+    moved = [(winners(raw_scores(model, t, head=head), model.strict) != base).mean(-1) for t in scales]
+    return np.stack(moved, axis=-1)
+
+
+def scale_sweep(model: ModelEvidence, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
+    """The animation's sweep on one head: changed fraction per scale against the scale nearest 1."""
+    scales = np.asarray(scales)
+    ref = float(scales[np.argmin(np.abs(np.log(scales)))])
+    base = winners(raw_scores(model, ref, head=head), model.strict)
+    return np.array([(winners(raw_scores(model, float(t), head=head), model.strict) != base).mean() for t in scales])
+
+
+def occupancy(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
+    """Distinct winners among the scorable rows of a map, divided by T: (L, H)."""
+    win = winners(attn_LHTT.astype(np.float64), strict)
+    return distinct_count(win) / attn_LHTT.shape[-1]
+
+
+def norm_entropy(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
+    """Mean normalised entropy of the scorable rows, per head: (L, H).
+
+    Each row is renormalised over its available keys and its entropy divided by the log of
+    their number (i + 1 causal, i strict).
+    """
+    T = attn_LHTT.shape[-1]
+    first = laws.first_scorable(strict)
+    p = np.where(laws.available_TT(T, strict), attn_LHTT.astype(np.float64), 0.0)[..., first:, :]
+    p = p / p.sum(-1, keepdims=True)
+    plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    n_keys = np.arange(first, T) + (0 if strict else 1)
+    return (-plogp.sum(-1) / np.log(n_keys)).mean(-1)
+
+
+def reconstruction_error(model: ModelEvidence) -> float:
+    """Largest |kernel weights recomputed from exported q, k, b, eps - exported attn| over all heads."""
+    T = model.attn_LHTT.shape[-1]
+    w = laws.kernel_weights(raw_scores(model), laws.available_TT(T, model.strict))
+    return float(np.abs(w - model.attn_LHTT.astype(np.float64)).max())
+
+
+def winner_agreement(model: ModelEvidence) -> tuple[np.ndarray, np.ndarray]:
+    """Per head, the share of scorable rows whose winner in the final map is also the nearest key
+    (argmin |q - k|) and the best-aligned key (argmax q.k) among the available keys."""
+    q = model.q_LHTD.astype(np.float64)
+    k = model.k_LHTD.astype(np.float64)
+    d = laws.dots(q, k)
+    dist2 = (q**2).sum(-1)[..., :, None] + (k**2).sum(-1)[..., None, :] - 2 * d
+    own = winners(model.attn_LHTT.astype(np.float64), model.strict)
+    nearest = winners(-dist2, model.strict)
+    aligned = winners(d, model.strict)
+    return (own == nearest).mean(-1), (own == aligned).mean(-1)
