@@ -47,10 +47,12 @@ class ModelEvidence:
 
     @property
     def b_LH(self) -> np.ndarray | None:
+        """Learned kernel b per layer and head; None for a dot-product (softmax) run."""
         return _scalars(self, "b_learned")
 
     @property
     def eps_LH(self) -> np.ndarray | None:
+        """Learned kernel eps per layer and head; None for a dot-product (softmax) run."""
         return _scalars(self, "eps_learned")
 
 
@@ -137,7 +139,7 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
 
     data = read_run_json(json_path)
     run = _find_run(json_path, data, variant, seed)
-    if variant in KERNEL_VARIANTS:
+    if variant in KERNEL_VARIANTS or "b_learned" in run or "eps_learned" in run:
         for key in ("b_learned", "eps_learned"):
             try:
                 arr = np.asarray(run.get(key), dtype=np.float64)

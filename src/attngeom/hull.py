@@ -64,10 +64,11 @@ def inside_by_lp(keys_TD: np.ndarray, j: int) -> bool:
     others = np.delete(keys_TD, j, axis=0)
     a_eq = np.vstack([others.T, np.ones(len(others))])
     b_eq = np.concatenate([keys_TD[j], [1.0]])
-    res = linprog(np.zeros(len(others)), A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
-    if res.status not in (0, 2):
-        raise InputError(f"hull linear program for key {j} ended with status {res.status}: {res.message}")
-    return res.status == 0
+    for method in ("highs", "highs-ds", "highs-ipm"):  # fall back when HiGHS reports numerical trouble
+        res = linprog(np.zeros(len(others)), A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method=method)
+        if res.status in (0, 2):
+            return res.status == 0
+    raise InputError(f"hull linear program for key {j} is inconclusive (status {res.status}: {res.message})")
 
 
 def inside_hull(k_NTD: np.ndarray) -> np.ndarray:

@@ -1,0 +1,65 @@
+import inspect
+import math
+from pathlib import Path
+
+import pytest
+
+from attngeom import claims, expected
+from attngeom.expected import Judgement, passes
+
+SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+
+
+def test_every_claim_has_one_function_and_the_fields():
+    entries = expected.load_claims()
+    assert len({e["id"] for e in entries}) == len(entries) >= 40
+    for e in entries:
+        fn = claims.CLAIM_FUNCTIONS[e["function"]]
+        inspect.signature(fn).bind({}, **e["args"])
+        assert e["reason"] and e["quote"] and e["source"]
+        assert e["tier"] in ("published bundles", "mathematics")
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="the posts' text is not beside this checkout")
+def test_quotes_are_verbatim():
+    text = " ".join(p.read_text() for p in SEEDS.glob("*.txt"))
+    for e in expected.load_claims():
+        assert e["quote"] in text, e["id"]
+
+
+@pytest.mark.parametrize(
+    "measured,j,ok",
+    [
+        (0, Judgement(0, "exact", None, ""), True),
+        (1, Judgement(0, "exact", None, ""), False),
+        ("disagree", Judgement("disagree", "exact", None, ""), False),
+        (0.1207, Judgement(0.121, "abs", 0.0005, ""), True),
+        (0.1204, Judgement(0.121, "abs", 0.0005, ""), False),
+        (42.4, Judgement(45, "rel", 0.15, ""), True),
+        (math.inf, Judgement(100, "rel", 0.3, ""), False),
+        (math.nan, Judgement(1, "le", None, ""), False),
+        (3.9e-4, Judgement(4e-4, "lt", None, ""), True),
+        (4e-4, Judgement(4e-4, "lt", None, ""), False),
+        (0.0, Judgement(0.0, "gt", None, ""), False),
+        (True, Judgement(1, "ge", None, ""), False),
+    ],
+)
+def test_passes(measured, j, ok):
+    assert passes(measured, j) is ok
+
+
+def test_rerun_tier_and_smoke():
+    entry = {"id": "x", "tier": "published bundles", "value": 0.12, "comparison": "abs", "tolerance": 0.001, "reason": "r"}
+    math_entry = {**entry, "tier": "mathematics"}
+    bands = {"x": {"comparison": "abs", "tolerance": 0.05, "reason": "drift", "smoke": False}}
+    assert expected.judgement_for(entry, "published", bands, False).tolerance == 0.001
+    assert expected.judgement_for(entry, "rerun", bands, False).tolerance == 0.05
+    assert "smoke" in expected.judgement_for(entry, "rerun", bands, True)
+    assert expected.judgement_for(entry, "rerun", {}, False) == "not judged on reruns"
+    assert expected.judgement_for(math_entry, "rerun", {}, True).tolerance == 0.001
+
+
+def test_describe():
+    assert expected.describe(Judgement(0.121, "abs", 0.0005, "")) == "0.121 ± 0.0005"
+    assert expected.describe(Judgement(4e-4, "lt", None, "")) == "< 0.0004"
+    assert expected.describe(Judgement(45.0, "rel", 0.15, "")) == "45 ± 15%"

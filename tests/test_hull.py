@@ -1,0 +1,40 @@
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from attngeom import hull
+
+
+def lp_only(k_NTD: np.ndarray) -> np.ndarray:
+    return np.array([[hull.inside_by_lp(keys, j) for j in range(len(keys))] for keys in k_NTD])
+
+
+def test_square_with_centre():
+    keys = np.array([[1.0, 1], [-1, 1], [-1, -1], [1, -1], [0, 0]])
+    assert hull.inside_hull(keys[None]).tolist() == [[False, False, False, False, True]]
+
+
+def test_duplicate_keys_are_inside():
+    keys = np.array([[1.0, 0, 0], [0, 1, 0], [0, 0, 1], [1, 0, 0]])
+    assert hull.inside_hull(keys[None])[0].tolist() == [True, False, False, True]
+
+
+def test_agrees_with_linear_programming_everywhere():
+    rng = np.random.default_rng(0)
+    # Low dimension: many interior points; high dimension: almost all vertices.
+    for dim, n in ((2, 30), (3, 40), (8, 40), (48, 128)):
+        k = rng.normal(size=(1 if dim == 48 else 3, n, dim))
+        np.testing.assert_array_equal(hull.inside_hull(k), lp_only(k))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 6), st.integers(0, 10_000))
+def test_points_on_a_sphere_are_all_vertices_and_a_mixture_is_inside(dim, seed):
+    rng = np.random.default_rng(seed)
+    k = rng.normal(size=(dim + 6, dim))
+    k /= np.linalg.norm(k, axis=1, keepdims=True)
+    w = rng.dirichlet(np.ones(len(k)))
+    with_mixture = np.vstack([k, w @ k])
+    inside = hull.inside_hull(with_mixture[None])[0]
+    assert not inside[:-1].any()
+    assert inside[-1]

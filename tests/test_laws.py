@@ -1,0 +1,38 @@
+import numpy as np
+
+from attngeom import laws
+
+
+def test_available_masks():
+    causal, strict = laws.available_TT(4, False), laws.available_TT(4, True)
+    assert causal.sum(1).tolist() == [1, 2, 3, 4]
+    assert strict.sum(1).tolist() == [0, 1, 2, 3]
+    assert laws.first_scorable(False) == 1 and laws.first_scorable(True) == 2
+
+
+def test_kernel_matches_direct_formula():
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(5, 3)), rng.normal(size=(7, 3))
+    b, eps = 0.7, 0.1
+    direct = (q @ k.T + b) ** 2 / (((q[:, None] - k[None]) ** 2).sum(-1) + eps)
+    d = laws.dots(q, k)
+    via_dots = laws.kernel(d, (q**2).sum(-1), (k**2).sum(-1), b, eps)
+    np.testing.assert_allclose(via_dots, direct, rtol=1e-12)
+    np.testing.assert_allclose(laws.kernel_points(q, k, b, eps), direct, rtol=1e-12)
+
+
+def test_kernel_scaled_query_is_kernel_of_scaled_query():
+    rng = np.random.default_rng(1)
+    q, k = rng.normal(size=(4, 6)), rng.normal(size=(4, 6))
+    for t in (0.5, 4.0):
+        scaled = laws.kernel(laws.dots(q, k), (q**2).sum(-1), (k**2).sum(-1), 0.3, 0.2, t)
+        np.testing.assert_allclose(scaled, laws.kernel_points(t * q, k, 0.3, 0.2), rtol=1e-10)
+
+
+def test_kernel_weights_rows_sum_to_one_where_keys_exist():
+    rng = np.random.default_rng(2)
+    kappa = rng.uniform(0.1, 2.0, size=(2, 6, 6))
+    w = laws.kernel_weights(kappa, laws.available_TT(6, True))
+    np.testing.assert_allclose(w[:, 1:].sum(-1), 1.0, atol=1e-8)
+    assert (w[:, 0] == 0).all()
+    assert (w[:, laws.available_TT(6, True) == 0] == 0).all()
