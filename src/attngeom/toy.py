@@ -66,19 +66,22 @@ def inside_ring(points_P2: np.ndarray) -> np.ndarray:
 
 def hull_walk(n_frames: int = 64, radius: float = 2.6, n: int = GRID) -> dict[str, np.ndarray]:
     """Per frame: the walker's position, whether it is inside the ring's hull, and its share of
-    the view under the dot-product law and under the kernel."""
+    the view under the dot-product law and under the kernel.
+
+    The walker is the last key, so it owns a pixel only where it beats every ring body strictly
+    (argmax gives ties to the first index); the ring's best score per pixel is computed once.
+    """
     walker = walker_positions(n_frames)
     grid = view_grid(radius, n)
-    share = {"dot": [], "kernel": []}
-    for pos in walker:
-        keys = np.vstack([RING, pos])
-        for law in share:
-            share[law].append(shares(owners(grid, keys, law), len(keys))[-1])
+    ring_dot = (grid @ RING.T).max(-1)
+    ring_kernel = laws.kernel_points(grid, RING, B, EPS).max(-1)
+    walker_dot_FP = walker @ grid.T
+    walker_kernel_FP = laws.kernel_points(walker, grid, B, EPS)  # kappa is symmetric in its arguments
     return {
         "walker": walker,
         "inside": inside_ring(walker),
-        "share_dot": np.array(share["dot"]),
-        "share_kernel": np.array(share["kernel"]),
+        "share_dot": (walker_dot_FP > ring_dot).mean(-1),
+        "share_kernel": (walker_kernel_FP > ring_kernel).mean(-1),
     }
 
 
