@@ -64,8 +64,31 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").replace("\t", " ")
 
 
-def markdown(report: dict) -> str:
-    """REPORT.md: the verdict, then one table row per claim."""
+def statistics_table(results: dict) -> list[str]:
+    """Per-model statistics, quoted or not, as Markdown lines."""
+    models = results["models"]
+    rows = [
+        ("winners moved at t = " + ", ".join(f"{float(t):g}" for t in next(iter(models.values()))["scale_t"]),
+         lambda m: ", ".join(f"{v:.1%}" for v in m["scale_changed"].values())),
+        ("mean normalised entropy (final)", lambda m: f"{m['mean_norm_entropy_final']:.4f}"),
+        ("distinct winners of 128 by checkpoint (mean over heads)",
+         lambda m: " → ".join(f"{v * m['setup']['window']:.1f}" for v in m["occupancy_by_step"].values())),
+        ("distinct winners, final, min / max over heads",
+         lambda m: f"{m['occupancy_final_min'] * m['setup']['window']:.0f} / {m['occupancy_final_max'] * m['setup']['window']:.0f}"),
+        ("census head (layer 4, head 1) distinct owners by checkpoint",
+         lambda m: " → ".join(str(v) for v in m["census_head"]["distinct_by_step"].values())),
+        ("keys inside the others' hull", lambda m: f"{m['keys_inside_hull']} of {m['keys_total']:,}"),
+        ("winner is the nearest key / the best-aligned key", lambda m: f"{m['winner_is_nearest']:.1%} / {m['winner_is_aligned']:.1%}"),
+        ("largest change in the 41-scale sweep (layer 1, head 1)", lambda m: f"{max(m['scale_sweep']['changed']):.1%}"),
+        ("best validation loss (bits per character)", lambda m: f"{m['best_val']:.4f} ({m['bpc']:.3f})"),
+    ]
+    lines = ["| statistic | " + " | ".join(models) + " |", "| --- |" + " --- |" * len(models)]
+    lines += [f"| {label} | " + " | ".join(get(m) for m in models.values()) + " |" for label, get in rows]
+    return lines
+
+
+def markdown(report: dict, results: dict) -> str:
+    """REPORT.md: the verdict, one table row per claim, then every model's statistics."""
     s = report["summary"]
     lines = [
         "# attngeom: verification report",
@@ -82,6 +105,8 @@ def markdown(report: dict) -> str:
             f"| {mark} | {_cell(c['claim'])} (`{c['id']}`) | \"{_cell(c['quote'])}\" ({_cell(c['source'])}) "
             f"| {_cell(c['expected'])} | {_cell(c['measured'])} | {_cell(c['tolerance_reason'])} |"
         )
+    if results["models"]:
+        lines += ["", "## Statistics per model", "", *statistics_table(results)]
     p = report["provenance"]
     lines += ["", "## Provenance", "", f"- command: `{p['command']}`", f"- machine: {p['machine']}",
               f"- git commit: {p['git_commit']}", "- versions: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items()),
@@ -94,4 +119,4 @@ def write_report(out: Path, report: dict, results: dict) -> None:
     """Write REPORT.md, report.json and results.json into `out`."""
     write_atomic(out / "results.json", json.dumps(results, indent=1) + "\n")
     write_atomic(out / "report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
-    write_atomic(out / "REPORT.md", markdown(report))
+    write_atomic(out / "REPORT.md", markdown(report, results))
