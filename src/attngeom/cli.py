@@ -13,7 +13,7 @@ import sys
 
 from attngeom.errors import EXIT_INPUT, InputError
 
-SUBCOMMAND_MODULES = ("attngeom.verify",)
+SUBCOMMAND_MODULES = ("attngeom.verify", "attngeom.docker_backend")
 DEFAULT_SUBCOMMAND = "verify"
 
 

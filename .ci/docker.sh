@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Prepare the Docker image test without any image registry: a running Docker engine, a client
+# that can use BuildKit, and an Ubuntu base image of the CUDA image's release built with
+# debootstrap (cached between runs). Idempotent; needs root.
+#
+#   .ci/docker.sh        print the base image name
+#   . .ci/docker.sh      export ATTNGEOM_DOCKER_BASE (that name) and ATTNGEOM_DOCKER (the client)
+#
+# ATTNGEOM_DOCKER_CACHE (default /var/cache/attngeom) keeps the debootstrapped root file system;
+# ATTNGEOM_UBUNTU_MIRROR (default http://archive.ubuntu.com/ubuntu) is where it comes from.
+
+_attngeom_docker_prepare() {
+  local repo cache mirror version release image tarball keyring root
+  repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  cache="${ATTNGEOM_DOCKER_CACHE:-/var/cache/attngeom}"
+  mirror="${ATTNGEOM_UBUNTU_MIRROR:-http://archive.ubuntu.com/ubuntu}"
+  # Debian has no Ubuntu archive keyring; this is noble's, pinned by hash.
+  local keyring_deb="pool/main/u/ubuntu-keyring/ubuntu-keyring_2023.11.28.1_all.deb"
+  local keyring_sha256="36de43b15853ccae0028e9a767613770c704833f82586f28eb262f0311adb8a8"
+
+  version="$(sed -n 's/^ARG BASE_IMAGE=.*-ubuntu\([0-9][0-9]\.[0-9][0-9]\).*/\1/p' "$repo/Dockerfile")"
+  case "$version" in
+    24.04) release=noble ;;
+    22.04) release=jammy ;;
+    *) echo ".ci/docker.sh: cannot tell the Ubuntu release of BASE_IMAGE in the Dockerfile" >&2; return 2 ;;
+  esac
+  image="attngeom-ubuntu-base:$release"
+  tarball="$cache/ubuntu-$release-minbase.tar"
+
+  local missing=()
+  command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+  command -v zstd >/dev/null 2>&1 || missing+=(zstd) # Ubuntu's packages are zstd-compressed
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo ".ci/docker.sh: installing ${missing[*]}" >&2
+    apt-get update -q >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2
+  fi
+
+  # The engine's own client first: a newer client on PATH may lack the buildx plugin.
+  local client
+  for client in ${ATTNGEOM_DOCKER:-} /usr/bin/docker docker; do
+    command -v "$client" >/dev/null 2>&1 && break
+  done
+  if ! "$client" info >/dev/null 2>&1; then
+    echo ".ci/docker.sh: starting dockerd (log: /var/log/attngeom-dockerd.log)" >&2
+    nohup dockerd >/var/log/attngeom-dockerd.log 2>&1 &
+    local waited=0
+    until "$client" info >/dev/null 2>&1; do
+      sleep 1
+      waited=$((waited + 1))
+      [ "$waited" -lt 60 ] || { echo ".ci/docker.sh: dockerd did not start" >&2; return 2; }
+    done
+  fi
+
+  # Bound the build cache that the image test leaves behind to about one image's worth.
+  "$client" builder prune --force --keep-storage 8GB >/dev/null
+
+  if ! "$client" image inspect "$image" >/dev/null 2>&1; then
+    if [ ! -s "$tarball" ]; then
+      echo ".ci/docker.sh: debootstrapping Ubuntu $release into $cache (first run only)" >&2
+      mkdir -p "$cache"
+      rm -rf "$cache"/rootfs.* # left by an interrupted run
+      keyring="$cache/ubuntu-archive-keyring.gpg"
+      root="$(mktemp -d "$cache/rootfs.XXXXXX")"
+      local deb="$root.deb"
+      curl -fsS -o "$deb" "$mirror/$keyring_deb"
+      echo "$keyring_sha256  $deb" | sha256sum -c --quiet - >&2
+      dpkg-deb --fsys-tarfile "$deb" | tar -xO ./usr/share/keyrings/ubuntu-archive-keyring.gpg >"$keyring"
+      rm -f "$deb"
+      local script="/usr/share/debootstrap/scripts/$release"
+      [ -e "$script" ] || script=/usr/share/debootstrap/scripts/gutsy # every Ubuntu since 7.10
+      debootstrap --variant=minbase --keyring="$keyring" "$release" "$root" "$mirror" "$script" >&2
+      # The apt sources of Ubuntu's own image, so the Dockerfile's apt-get sees the updates.
+      rm -f "$root/etc/apt/sources.list"
+      printf 'Types: deb\nURIs: %s\nSuites: %s %s-updates %s-security\nComponents: main restricted universe multiverse\nSigned-By: /usr/share/keyrings/ubuntu-archive-keyring.gpg\n' \
+        "$mirror" "$release" "$release" "$release" >"$root/etc/apt/sources.list.d/ubuntu.sources"
+      chroot "$root" apt-get clean
+      rm -rf "$root"/var/lib/apt/lists/* "$root"/var/log/*.log
+      tar -C "$root" --numeric-owner -cf "$tarball.part" .
+      mv "$tarball.part" "$tarball"
+      rm -rf "$root"
+    fi
+    "$client" import "$tarball" "$image" >&2
+  fi
+  ATTNGEOM_DOCKER_BASE="$image"
+  ATTNGEOM_DOCKER="$client"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  set -euo pipefail
+  _attngeom_docker_prepare
+  echo "$ATTNGEOM_DOCKER_BASE"
+else
+  _attngeom_docker_prepare
+  export ATTNGEOM_DOCKER_BASE ATTNGEOM_DOCKER
+fi
