@@ -49,12 +49,18 @@ def scale_changed(model: ModelEvidence, scales=SCALES, head=(...,)) -> np.ndarra
     return np.stack(moved, axis=-1)
 
 
-def scale_sweep(model: ModelEvidence, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
-    """The animation's sweep on one head: changed fraction per scale against the scale nearest 1."""
+def sweep_changed_rows(model: ModelEvidence, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
+    """The animation's sweep on one head: per scale, which scorable rows change winner against
+    the scale nearest 1: (S, R)."""
     scales = np.asarray(scales)
     ref = float(scales[np.argmin(np.abs(np.log(scales)))])
     base = winners(raw_scores(model, ref, head=head), model.strict)
-    return np.array([(winners(raw_scores(model, float(t), head=head), model.strict) != base).mean() for t in scales])
+    return np.stack([winners(raw_scores(model, float(t), head=head), model.strict) != base for t in scales])
+
+
+def scale_sweep(model: ModelEvidence, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
+    """The sweep's changed fraction per scale: (S,)."""
+    return sweep_changed_rows(model, head, scales).mean(-1)
 
 
 def occupancy(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:

@@ -12,7 +12,7 @@ import argparse
 import math
 from pathlib import Path
 
-from attngeom import expected, fetch, report
+from attngeom import expected, fetch, html_report, report
 from attngeom.bundles import VARIANTS, load_models
 from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
@@ -77,6 +77,7 @@ def run_verify(
         "provenance": report.provenance(sorted(set(inputs)), expected.sha256_of()),
     }
     report.write_report(Path(out), doc, results)
+    html_report.write_html(Path(out), doc, results)
     width = max(len(r["id"]) for r in rows)
     for r in rows:
         print(f"{r['verdict']:4}  {r['id']:<{width}}  measured {r['measured']:<14} expected {r['expected']}")

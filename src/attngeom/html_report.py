@@ -1,0 +1,237 @@
+"""The reviewer's report as one self-contained `index.html`: verdict, claims, figures, provenance.
+
+Everything is inline (CSS, the live territory map's JavaScript, the figures as base64 data URIs),
+so the file opens from disk with no network. The page only presents what `report.json` and
+`results.json` already hold; it computes nothing that is judged.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from html import escape
+from pathlib import Path
+
+ASSETS = Path(__file__).with_name("assets")
+INDEX = "index.html"
+FIGURES_DIR = "figures"
+FIGURES_JSON = "figures.json"
+
+CSS = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1180px; padding: 0 1.2em 3em; color: #1b1b1b; }
+h1 { font-size: 1.5em; margin: .8em 0 .3em; }
+h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 1.8em; }
+.verdict { padding: .8em 1em; border-radius: 6px; font-size: 1.25em; font-weight: 600; }
+.verdict.PASS { background: #e3f4e3; border: 2px solid #2e7d32; }
+.verdict.FAIL { background: #fde8e8; border: 2px solid #c62828; }
+.verdict small { font-weight: 400; font-size: .75em; display: block; margin-top: .2em; }
+table { border-collapse: collapse; width: 100%; margin: .6em 0; }
+th, td { border: 1px solid #ddd; padding: .35em .5em; vertical-align: top; text-align: left; }
+th { background: #f3f3f3; }
+td.num { font-family: ui-monospace, monospace; white-space: nowrap; }
+tr.FAIL td { background: #fde8e8; }
+tr.SKIP td { color: #777; }
+.badge { display: inline-block; padding: 0 .45em; border-radius: 4px; font-weight: 700; color: #fff; }
+.badge.PASS { background: #2e7d32; } .badge.FAIL { background: #c62828; } .badge.SKIP { background: #888; }
+blockquote { margin: .25em 0 0; padding-left: .6em; border-left: 3px solid #bbb; color: #444; font-style: italic; }
+.source { color: #666; font-size: .85em; }
+code { font-size: .88em; }
+figure { margin: 1.2em 0; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { color: #333; max-width: 60em; }
+.counters { font-family: ui-monospace, monospace; font-size: .85em; color: #555; }
+#territory .maps { display: flex; gap: 1.5em; flex-wrap: wrap; }
+#territory canvas { width: 300px; height: 300px; border: 1px solid #999; cursor: grab; touch-action: none; }
+#territory .swatch { display: inline-block; width: 1em; height: 1em; border: 1px solid #333; vertical-align: middle; }
+#territory label { display: inline-block; margin-right: 1.5em; }
+#claims { table-layout: fixed; }
+#claims td, #inputs td { overflow-wrap: anywhere; white-space: normal; }
+#claims th:nth-child(1) { width: 13%; } #claims th:nth-child(2) { width: 37%; }
+#claims th:nth-child(3), #claims th:nth-child(4) { width: 10%; } #claims th:nth-child(5) { width: 15%; }
+#claims th:nth-child(6) { width: 6%; } #claims th:nth-child(7) { width: 9%; }
+#territory table { width: auto; }
+.fail-list a { color: #c62828; font-weight: 600; }
+"""
+
+
+def _e(value) -> str:
+    return escape("" if value is None else str(value))
+
+
+def _verdict(report: dict) -> str:
+    s = report.get("summary", {})
+    verdict = s.get("verdict", "FAIL")
+    failing = [c for c in report.get("claims", []) if c.get("verdict") == "FAIL"]
+    links = ", ".join(f'<a href="#claim-{_e(c["id"])}">{_e(c["id"])}</a>' for c in failing)
+    fail_line = f'<small class="fail-list">Failing: {links}</small>' if failing else ""
+    tier = _e(report.get("tier", "published"))
+    return (
+        f'<div class="verdict {_e(verdict)}" id="verdict">{_e(verdict)}: {s.get("passed", 0)} passed, '
+        f"{s.get('failed', 0)} failed, {s.get('skipped', 0)} skipped"
+        f"<small>Evidence tier: {tier}. Every claim below is a number quoted in the posts, "
+        f"recomputed from the bundles and judged against its tolerance.</small>{fail_line}</div>"
+    )
+
+
+def _claims(report: dict) -> str:
+    rows = []
+    for c in report.get("claims", []):
+        v = c.get("verdict", "SKIP")
+        rows.append(
+            f'<tr class="{_e(v)}" id="claim-{_e(c.get("id"))}" data-claim="{_e(c.get("id"))}">'
+            f"<td><code>{_e(c.get('id'))}</code></td>"
+            f"<td>{_e(c.get('claim'))}<blockquote>{_e(c.get('quote'))}</blockquote>"
+            f'<span class="source">{_e(c.get("source"))}</span></td>'
+            f'<td class="num">{_e(c.get("expected"))}</td><td class="num">{_e(c.get("measured"))}</td>'
+            f'<td>{_e(c.get("tolerance_reason"))}</td><td><span class="badge {_e(v)}">{_e(v)}</span></td>'
+            f"<td><code>{_e(c.get('function'))}</code></td></tr>"
+        )
+    head = "<tr><th>id</th><th>claim, quote and its place in the post</th><th>expected</th><th>measured</th>"
+    head += "<th>tolerance</th><th>verdict</th><th>computed by</th></tr>"
+    return f'<table id="claims"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _rerun(report: dict) -> str:
+    pairs = report.get("rerun") or []
+    if not pairs:
+        return ""
+    rows = "".join(
+        f'<tr><td><code>{_e(p.get("id"))}</code></td><td class="num">{_e(p.get("published"))}</td>'
+        f'<td class="num">{_e(p.get("rerun"))}</td><td class="num">{_e(p.get("drift"))}</td></tr>'
+        for p in pairs
+    )
+    return (
+        '<h2 id="rerun">Published against rerun</h2><p>The author\'s published bundles and this rerun, '
+        "claim by claim, with the drift between them.</p>"
+        f'<table id="rerun-table"><thead><tr><th>claim</th><th>published</th><th>rerun</th><th>drift</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table>"
+    )
+
+
+def _figure_entries(folder: Path) -> list[dict]:
+    """The figures' titles and captions from figures.json, else each GIF under its file name."""
+    meta = folder / FIGURES_JSON
+    if meta.is_file():
+        entries = json.loads(meta.read_text(encoding="utf-8"))["figures"]
+        return [e for e in entries if (folder / e["file"]).is_file()]
+    return [{"file": p.name, "title": p.stem, "caption": ""} for p in sorted(folder.glob("*.gif"))]
+
+
+def _figures(out_dir: Path) -> str:
+    folder = out_dir / FIGURES_DIR
+    entries = _figure_entries(folder) if folder.is_dir() else []
+    if not entries:
+        return (
+            '<h2 id="figures">Figures</h2><p>No figures in this folder yet: '
+            "<code>./reproduce.sh figures --out DIR</code> renders them and adds them to this page.</p>"
+        )
+    parts = [
+        (
+            '<h2 id="figures">Figures</h2><p>Every frame recomputed from the two laws and the bundles; '
+            "each counter is computed by the function that judges the matching claim.</p>"
+        )
+    ]
+    for e in entries:
+        data = base64.b64encode((folder / e["file"]).read_bytes()).decode("ascii")
+        counters = e.get("counters_text", "")
+        parts.append(
+            f'<figure id="fig-{_e(Path(e["file"]).stem)}"><h3>{_e(e["title"])}</h3>'
+            f'<img alt="{_e(e["title"])}" src="data:image/gif;base64,{data}">'
+            f"<figcaption>{_e(e.get('caption'))}"
+            + (f'<div class="counters">{_e(counters)}</div>' if counters else "")
+            + "</figcaption></figure>"
+        )
+    return "".join(parts)
+
+
+def _territory() -> str:
+    script = (ASSETS / "territory.js").read_text(encoding="utf-8")
+    rows = "".join(
+        f'<tr><td><span class="swatch" data-swatch="{j}"></span> {j + 1}</td><td class="num" data-pos="{j}"></td>'
+        f'<td class="num" data-share="dot-{j}"></td><td class="num" data-share="kernel-{j}"></td></tr>'
+        for j in range(6)
+    )
+    return f"""<h2 id="live">Live territory map</h2>
+<div id="territory">
+<p>Drag a body (the numbered discs) on either map. Each pixel of the view [-2, 2]&sup2; takes the colour of
+the body with the top score there: left, the dot product q&middot;k of softmax attention (its owner is
+the same at every length of q, so every border is a ray from the origin); right, the Yat kernel
+(q&middot;k + b)&sup2; / (|q &minus; k|&sup2; + &epsilon;). Both maps are recomputed from these formulas on
+every move, with the formulas of <code>attngeom.laws</code>.</p>
+<div class="maps">
+<div><b>softmax (dot product) owners</b><br><canvas data-law="dot" width="300" height="300"></canvas></div>
+<div><b>Yat kernel owners</b><br><canvas data-law="kernel" width="300" height="300"></canvas></div>
+<div><table><thead><tr><th>body</th><th>position</th><th>share, softmax</th><th>share, kernel</th></tr></thead>
+<tbody>{rows}</tbody></table>
+<p><label>b = <span data-value="b"></span><br><input type="range" name="b" min="0" max="3" step="0.01"
+value="0.6931471805599453"></label>
+<label>&epsilon; = <span data-value="eps"></span><br><input type="range" name="eps" min="0.01" max="2" step="0.01"
+value="0.25"></label></p>
+<p><button type="button" data-action="reset">Reset bodies, b and &epsilon;</button></p>
+<p class="source">Shares are fractions of the view's pixels each body owns. Start: the posts' six bodies,
+b = ln 2, &epsilon; = 0.25.</p></div>
+</div></div>
+<script>{script}</script>
+<script>document.querySelectorAll("[data-swatch]").forEach((el) => {{
+  el.style.background = window.attngeomTerritory.COLORS[+el.dataset.swatch]; }});</script>"""
+
+
+def _sha_list(value) -> str:
+    """A sha256, or several under their names."""
+    if isinstance(value, dict):
+        return "<br>".join(f"{_e(k)}: {_e(v)}" for k, v in sorted(value.items()))
+    return _e(value)
+
+
+def _provenance(report: dict) -> str:
+    p = report.get("provenance", {})
+    inputs = "".join(
+        f'<tr><td><code>{_e(path)}</code></td><td class="num">{_e(sha)}</td></tr>'
+        for path, sha in sorted(p.get("inputs", {}).items())
+    )
+    versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in sorted(p.get("versions", {}).items()))
+    return f"""<h2 id="provenance">Provenance</h2>
+<table id="provenance-table">
+<tr><th>command</th><td><code>{_e(p.get("command"))}</code></td></tr>
+<tr><th>date</th><td>{_e(p.get("date"))}</td></tr>
+<tr><th>machine</th><td>{_e(p.get("machine"))}</td></tr>
+<tr><th>git commit</th><td class="num">{_e(p.get("git_commit") or "not a git checkout")}</td></tr>
+<tr><th>versions</th><td>{versions}</td></tr>
+<tr><th>bundles</th><td><code>{_e(report.get("bundles", ""))}</code></td></tr>
+<tr><th>expected values (sha256)</th><td class="num">{_sha_list(p.get("expected_sha256"))}</td></tr>
+</table>
+<table id="inputs"><thead><tr><th>input</th><th>sha256</th></tr></thead><tbody>{inputs}</tbody></table>"""
+
+
+def render(out_dir: Path, report: dict, results: dict) -> str:
+    """The whole page as a string."""
+    n_models = len(results.get("models", {}))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>attngeom: {_e(report.get("summary", {}).get("verdict"))} - the geometry of attention, verified</title>
+<style>{CSS}</style></head>
+<body>
+<h1>The Geometry of Attention Is a Choice of Kernel: verification report</h1>
+{_verdict(report)}
+<p>Models judged: {n_models}. Sections: <a href="#claims-h">claims</a> &middot; <a href="#figures">figures</a>
+&middot; <a href="#live">live territory map</a> &middot; <a href="#provenance">provenance</a></p>
+<h2 id="claims-h">Claims</h2>
+{_claims(report)}
+{_rerun(report)}
+{_figures(Path(out_dir))}
+{_territory()}
+{_provenance(report)}
+</body></html>
+"""
+
+
+def write_html(out_dir: Path, report: dict, results: dict) -> Path:
+    """Write `out_dir/index.html` (figures embedded when `out_dir/figures/` holds them)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / INDEX
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(render(out_dir, report, results), encoding="utf-8")
+    tmp.replace(path)
+    return path

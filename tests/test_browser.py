@@ -1,0 +1,196 @@
+"""The report page in headless Chromium: loads from disk cleanly, lists every claim, and its live
+territory map draws the same owners as the Python toy and reacts to dragging."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attngeom import html_report, toy
+
+pytestmark = pytest.mark.browser
+REPO = Path(__file__).resolve().parents[1]
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--window-size=1280,1600",
+)
+
+
+def _binaries() -> tuple[str, str]:
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (chromium and driver):
+        if os.environ.get("CI"):
+            pytest.fail("chromium and chromedriver are missing: .ci/browser.sh installs them")
+        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    return chromium, driver
+
+
+@pytest.fixture(scope="module")
+def page(published_root, tmp_path_factory) -> tuple[Path, dict]:
+    """The report page of a real `verify` run on the published bundles."""
+    out = tmp_path_factory.mktemp("report")
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "attngeom", "--bundles", str(published_root), "--out", str(out)],
+        cwd=out,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    return html_report.write_html(out, report, results), report
+
+
+@pytest.fixture(scope="module")
+def browser(page):
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver_path = _binaries()
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in FLAGS:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.get(page[0].resolve().as_uri())
+    yield driver
+    driver.quit()
+
+
+def _errors(driver) -> list[dict]:
+    return [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+
+
+def _panel(driver) -> dict:
+    return driver.execute_script(
+        "const c = document.querySelector('canvas[data-law=kernel]');"
+        "const d = document.querySelector('canvas[data-law=dot]');"
+        "return {kernel: c.toDataURL(), dot: d.toDataURL(), shares: window.attngeomTerritory.state.shares,"
+        " text: Array.from(document.querySelectorAll('[data-share]')).map((e) => e.textContent),"
+        " bodies: window.attngeomTerritory.state.bodies};"
+    )
+
+
+def test_loads_without_console_errors(browser):
+    assert browser.title.startswith("attngeom: PASS") or browser.title.startswith("attngeom: FAIL")
+    assert browser.execute_script("return document.readyState") == "complete"
+    assert browser.execute_script("return window.attngeomTerritory.state.redraws") >= 1
+    assert _errors(browser) == []
+
+
+def test_table_holds_every_claim(browser, page):
+    from selenium.webdriver.common.by import By
+
+    claims = json.loads((REPO / "expected" / "claims.json").read_text(encoding="utf-8"))["claims"]
+    rows = browser.find_elements(By.CSS_SELECTOR, "#claims tr[data-claim]")
+    assert [row.get_attribute("data-claim") for row in rows] == [c["id"] for c in claims]
+    s = page[1]["summary"]
+    assert f"{s['passed']} passed, {s['failed']} failed" in browser.find_element(By.ID, "verdict").text
+    failing = [row for row in rows if row.get_attribute("class") == "FAIL"]
+    assert len(failing) == s["failed"]
+    passing = [row for row in rows if row.get_attribute("class") == "PASS"]
+    red = "rgba(253, 232, 232, 1)"
+    assert all(r.find_element(By.TAG_NAME, "td").value_of_css_property("background-color") == red for r in failing)
+    assert all(r.find_element(By.TAG_NAME, "td").value_of_css_property("background-color") != red for r in passing)
+
+
+def test_sliders_redraw_only_the_kernel_map(browser):
+    before = _panel(browser)
+    browser.execute_script(
+        "const s = document.querySelector('input[name=eps]'); s.value = '1.5';"
+        "s.dispatchEvent(new Event('input', {bubbles: true}));"
+    )
+    browser.execute_script("return new Promise((done) => requestAnimationFrame(() => done()));")
+    after = _panel(browser)
+    assert browser.execute_script("return window.attngeomTerritory.state.eps") == 1.5
+    assert after["kernel"] != before["kernel"]
+    assert after["dot"] == before["dot"]
+    browser.execute_script("document.querySelector('button[data-action=reset]').click();")
+    assert _panel(browser)["kernel"] == before["kernel"]
+
+
+@pytest.mark.parametrize(
+    ("law", "b", "eps", "moved"),
+    [
+        ("dot", toy.B, toy.EPS, False),
+        ("kernel", toy.B, toy.EPS, False),
+        ("kernel", 1.7, 0.05, True),
+        ("dot", 0, 1, True),
+    ],
+)
+def test_js_owner_maps_equal_python(browser, law, b, eps, moved):
+    n, radius = 121, 2.0
+    bodies = toy.orbit_bodies(56)[17] if moved else toy.BODIES
+    js = np.array(
+        browser.execute_script(
+            "return Array.from(window.attngeomTerritory.ownerGrid(arguments[0], arguments[1], arguments[2], arguments[3],"
+            " arguments[4], arguments[5]));",
+            radius,
+            n,
+            bodies.tolist(),
+            law,
+            b,
+            eps,
+        )
+    )
+    grid = toy.view_grid(radius, n)
+    py = toy.owners(grid, bodies, law, b, eps)
+    differ = np.flatnonzero(js != py)
+    # Float64 in both; a pixel may only differ where two bodies tie to round-off.
+    score = grid @ bodies.T if law == "dot" else toy.laws.kernel_points(grid, bodies, b, eps)
+    gap = np.abs(score[differ, js[differ]] - score[differ, py[differ]]) / np.abs(score[differ]).max(-1)
+    assert differ.size <= 2 and (gap < 1e-12).all()
+    assert np.unique(py).size > 1
+
+
+def test_drag_changes_maps_and_shares(browser, tmp_path):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    canvas = browser.find_element(By.CSS_SELECTOR, "canvas[data-law=kernel]")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", canvas)
+    before = _panel(browser)
+    px, py = browser.execute_script(
+        "return window.attngeomTerritory.toPixel(window.attngeomTerritory.state.bodies[3], arguments[0].width);", canvas
+    )
+    scale = canvas.size["width"] / 300
+    cx, cy = canvas.size["width"] / 2, canvas.size["height"] / 2
+    start = (round(px * scale - cx), round(py * scale - cy))
+    ActionChains(browser).move_to_element_with_offset(canvas, *start).click_and_hold().move_by_offset(
+        -60, -40
+    ).move_by_offset(-60, -40).release().perform()
+    browser.execute_script("return new Promise((done) => requestAnimationFrame(() => done()));")
+    after = _panel(browser)
+    assert after["bodies"][3] != before["bodies"][3] and after["bodies"][0] == before["bodies"][0]
+    assert after["kernel"] != before["kernel"] and after["dot"] != before["dot"]
+    assert after["text"] != before["text"]
+    assert after["shares"]["kernel"][3] != pytest.approx(before["shares"]["kernel"][3])
+    assert sum(after["shares"]["dot"]) == pytest.approx(1.0)
+    assert _errors(browser) == []
+    shots = [tmp_path / "report_top.png", tmp_path / "territory_panel.png"]
+    browser.find_element(By.ID, "territory").screenshot(str(shots[1]))
+    browser.execute_script("window.scrollTo(0, 0);")
+    browser.save_screenshot(str(shots[0]))
+    assert all(s.stat().st_size > 5000 for s in shots)
+    if os.environ.get("ATTNGEOM_ARTIFACTS"):
+        dest = Path(os.environ["ATTNGEOM_ARTIFACTS"])
+        dest.mkdir(parents=True, exist_ok=True)
+        for s in shots:
+            shutil.copy(s, dest / s.name)

@@ -1,0 +1,126 @@
+"""The report page: one self-contained file with the verdict, every claim, figures and provenance."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from attngeom import html_report
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _claim(cid: str, verdict: str, quote: str = "exactly 0 winners move") -> dict:
+    return {
+        "id": cid,
+        "claim": f"claim {cid}",
+        "quote": quote,
+        "source": "Measuring Attention's Geometry, 'The census'",
+        "expected": "0.121 ± 0.0005",
+        "measured": "0.1213",
+        "measured_value": 0.1213,
+        "tolerance_reason": "float16 round-off",
+        "verdict": verdict,
+        "function": "scale_changed",
+        "tier": "published",
+    }
+
+
+def _report(rerun: list | None = None) -> dict:
+    claims = [
+        _claim("a.pass", "PASS"),
+        _claim("b.fail", "FAIL", quote="<script>alert(1)</script> & more"),
+        _claim("c.skip", "SKIP"),
+    ]
+    report = {
+        "summary": {"passed": 1, "failed": 1, "skipped": 1, "verdict": "FAIL"},
+        "tier": "published",
+        "claims": claims,
+        "provenance": {
+            "inputs": {"bundles/geom_softmax_s0.npz": "ab" * 32},
+            "expected_sha256": "cd" * 32,
+            "versions": {"numpy": "2.4.6"},
+            "machine": "x86_64, 2 cores",
+            "date": "2026-07-19T00:00:00Z",
+            "command": "./reproduce.sh verify --out report",
+        },
+    }
+    if rerun is not None:
+        report["rerun"] = rerun
+    return report
+
+
+RESULTS = {"models": {"softmax": {}, "yat_b": {}}, "mathematics": {}}
+
+
+def _write_gif(path: Path, frames: int = 3) -> None:
+    images = [Image.fromarray(np.full((8, 8, 3), 40 * i, np.uint8)) for i in range(frames)]
+    images[0].save(path, save_all=True, append_images=images[1:], duration=100, loop=0)
+
+
+def test_verdict_claims_and_provenance(tmp_path: Path):
+    page = html_report.write_html(tmp_path, _report(), RESULTS).read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    verdict = re.search(r'<div class="verdict (\w+)" id="verdict">([^<]*)', page)
+    assert verdict.group(1) == "FAIL" and "1 passed, 1 failed, 1 skipped" in verdict.group(2)
+    assert page.index('id="verdict"') < page.index('id="claims"')
+    rows = re.findall(r'<tr class="(\w+)" id="claim-([\w.]+)"', page)
+    assert rows == [("PASS", "a.pass"), ("FAIL", "b.fail"), ("SKIP", "c.skip")]
+    assert 'href="#claim-b.fail"' in page  # the failing claim is linked from the verdict
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in page
+    for text in (
+        "0.121 ± 0.0005",
+        "0.1213",
+        "float16 round-off",
+        "scale_changed",
+        "Geometry, &#x27;The census&#x27;",
+        "ab" * 32,
+        "cd" * 32,
+        "numpy 2.4.6",
+        "x86_64, 2 cores",
+        "./reproduce.sh verify --out report",
+    ):
+        assert text in page, text
+
+
+def test_self_contained(tmp_path: Path):
+    page = html_report.write_html(tmp_path, _report(), RESULTS).read_text(encoding="utf-8")
+    assert not re.search(r'(src|href)\s*=\s*"(?!#|data:)', page), "every resource is inline"
+    assert "@import" not in page and "url(" not in page
+    assert "window.attngeomTerritory" in page and page.count("<canvas") == 2
+
+
+def test_rerun_pairs_only_when_given(tmp_path: Path):
+    assert 'id="rerun-table"' not in html_report.render(tmp_path, _report(), RESULTS)
+    pairs = [{"id": "a.pass", "published": "0.121", "rerun": "0.118", "drift": "-0.003"}]
+    page = html_report.render(tmp_path, _report(pairs), RESULTS)
+    row = re.search(r'<table id="rerun-table">.*?</table>', page, re.DOTALL).group(0)
+    assert all(v in row for v in ("a.pass", "0.121", "0.118", "-0.003"))
+
+
+def test_figures_embedded_when_present(tmp_path: Path):
+    assert "No figures in this folder yet" in html_report.render(tmp_path, _report(), RESULTS)
+    folder = tmp_path / html_report.FIGURES_DIR
+    folder.mkdir()
+    _write_gif(folder / "b.gif")
+    _write_gif(folder / "a.gif")
+    page = html_report.render(tmp_path, _report(), RESULTS)
+    assert page.count('src="data:image/gif;base64,') == 2 and page.index('id="fig-a"') < page.index('id="fig-b"')
+    entry = {"file": "b.gif", "title": "Hull crossing", "caption": "the orange body", "counters_text": "0.0 %"}
+    (folder / html_report.FIGURES_JSON).write_text(json.dumps({"figures": [entry]}), encoding="utf-8")
+    page = html_report.render(tmp_path, _report(), RESULTS)
+    assert page.count("data:image/gif;base64,") == 1
+    assert all(t in page for t in ("Hull crossing", "the orange body", '<div class="counters">0.0 %</div>'))
+
+
+def test_claims_file_round_trip(tmp_path: Path):
+    """Every claim of expected/claims.json gets its own row."""
+    claims = json.loads((REPO / "expected" / "claims.json").read_text(encoding="utf-8"))["claims"]
+    report = _report()
+    report["claims"] = [{**c, "verdict": "PASS"} for c in claims]
+    page = html_report.render(tmp_path, report, RESULTS)
+    assert re.findall(r'data-claim="([^"]+)"', page) == [c["id"] for c in claims]
