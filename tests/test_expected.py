@@ -55,8 +55,9 @@ def test_rerun_tier_and_smoke():
     assert expected.judgement_for(entry, "published", bands, False).tolerance == 0.001
     assert expected.judgement_for(entry, "rerun", bands, False).tolerance == 0.05
     assert "smoke" in expected.judgement_for(entry, "rerun", bands, True)
-    assert expected.judgement_for(entry, "rerun", {}, False) == "not judged on reruns"
-    assert expected.judgement_for(math_entry, "rerun", {}, True).tolerance == 0.001
+    assert expected.judgement_for(entry, "rerun", {}, False).startswith("not judged on reruns")
+    theorem = {"x": {"reason": "a theorem", "smoke": True}}
+    assert expected.judgement_for(math_entry, "rerun", theorem, True).tolerance == 0.001
 
 
 def test_describe():
@@ -68,10 +69,11 @@ def test_describe():
 def test_every_published_claim_has_a_rerun_band():
     bands = expected.load_rerun()
     published = {e["id"] for e in expected.load_claims() if e["tier"] == "published bundles"}
-    assert set(bands) == published
+    assert published <= set(bands)
+    assert all(b["smoke"] for cid, b in bands.items() if cid.startswith("toy."))
 
 
-@pytest.mark.parametrize("cid", [c for c, b in expected.load_rerun().items() if b["comparison"] in ("abs", "rel")])
+@pytest.mark.parametrize("cid", [c for c, b in expected.load_rerun().items() if b.get("comparison") in ("abs", "rel")])
 def test_each_rerun_band_fails_just_outside_it(cid):
     entry = next(e for e in expected.load_claims() if e["id"] == cid)
     j = expected.judgement_for(entry, "rerun", expected.load_rerun(), smoke=False)

@@ -13,7 +13,12 @@ import sys
 
 from attngeom.errors import EXIT_INPUT, InputError
 
-SUBCOMMAND_MODULES = ("attngeom.verify", "attngeom.docker_backend", "attngeom.figures")
+SUBCOMMAND_MODULES = (
+    "attngeom.verify",
+    "attngeom.rerun",
+    "attngeom.docker_backend",
+    "attngeom.figures",
+)
 DEFAULT_SUBCOMMAND = "verify"
 
 

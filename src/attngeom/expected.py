@@ -69,8 +69,12 @@ def load_rerun(folder: Path | None = None) -> dict[str, dict]:
     """The rerun tier: claim id -> {value?, comparison, tolerance, reason, smoke}."""
     path = (folder or EXPECTED_DIR) / "rerun.json"
     bands = _read(path).get("claims", {})
+    claims = {e["id"]: e for e in load_claims(folder)}
     for cid, band in bands.items():
-        _check_judgement(path, cid, band.get("comparison"), band.get("tolerance"))
+        if cid not in claims:
+            raise InputError(f"{path}: band for unknown claim {cid}")
+        merged = {**claims[cid], **band}
+        _check_judgement(path, cid, merged["comparison"], merged["tolerance"])
     return bands
 
 
@@ -81,15 +85,24 @@ def sha256_of(folder: Path | None = None) -> dict[str, str]:
 
 
 def judgement_for(entry: dict, tier: str, rerun: dict[str, dict], smoke: bool) -> Judgement | str:
-    """The judgement of a claim in a tier, or the reason it is not judged there."""
-    if tier == "published" or entry["tier"] == "mathematics":
+    """The judgement of a claim in a tier, or the reason it is not judged there.
+
+    A rerun band overrides the published judgement field by field (a theorem's band names only
+    its reason and `smoke`); a claim without a band is not judged on reruns.
+    """
+    if tier == "published":
         return Judgement(entry["value"], entry["comparison"], entry["tolerance"], entry["reason"])
     band = rerun.get(entry["id"])
     if band is None:
-        return "not judged on reruns"
+        return "not judged on reruns (it does not depend on the run; the default verify judges it)"
     if smoke and not band.get("smoke", False):
         return "a paper-preset statistic: not judged on the smoke preset"
-    return Judgement(band.get("value", entry["value"]), band["comparison"], band.get("tolerance"), band["reason"])
+    return Judgement(
+        band.get("value", entry["value"]),
+        band.get("comparison", entry["comparison"]),
+        band.get("tolerance", entry["tolerance"]),
+        band["reason"],
+    )
 
 
 def passes(measured, j: Judgement) -> bool:

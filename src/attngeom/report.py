@@ -4,41 +4,17 @@ provenance) and results.json (every statistic). Files are written atomically."""
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import os
 import platform
-import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 
 from attngeom import __version__
+from attngeom.files import git_commit, sha256_file, write_atomic
 
 LIBRARIES = ("numpy", "scipy", "pooch", "matplotlib", "jax", "jaxlib", "flax", "optax", "kaggle")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def sha256_file(path: Path) -> str:
-    """sha256 of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def _git_commit() -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
@@ -53,7 +29,7 @@ def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
         "inputs": {str(p): sha256_file(p) for p in inputs},
         "expected_sha256": expected_sha,
         "versions": versions,
-        "git_commit": _git_commit(),
+        "git_commit": git_commit(),
         "machine": f"{platform.platform()} ({platform.machine()}, {os.cpu_count()} CPUs)",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(["reproduce.sh", *sys.argv[1:]]),

@@ -1,0 +1,95 @@
+"""Training speed: the harness (chunks of steps under `lax.scan`) against a plain per-step loop.
+
+The baseline is the original's structure: `nnx.Optimizer` and one `nnx.jit` step per host call.
+Both draw every batch on the host with the original seeds inside the timed region, start from
+the same initial model, and must produce identical losses. Prints steps/s per variant (median
+of --repeats timed runs of --steps steps, compilation excluded) and the ratio harness/baseline.
+
+    PYTHONPATH=src python bench/bench_train.py --steps 20 --repeats 3 [--preset paper]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+import numpy as np
+import optax
+from flax import nnx
+
+from attngeom import data, train
+from attngeom.model import build
+
+
+def baseline(variant: str, cfg: train.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
+    """Per-step nnx.jit loop: (losses of the first run, steps/s of each run)."""
+
+    @nnx.jit
+    def step(model, optimizer, x_BT, y_BT):
+        loss, grads = nnx.value_and_grad(lambda m: train._loss(m, x_BT, y_BT))(model)
+        optimizer.update(model, grads)
+        return loss
+
+    model = build(variant, cfg.model, seed=0)
+    optimizer = nnx.Optimizer(model, optax.adamw(cfg.lr_of(variant), weight_decay=cfg.weight_decay), wrt=nnx.Param)
+    initial = nnx.as_pure(nnx.state((model, optimizer)))  # nnx.jit retraces for a new model object: reset this one
+    step(model, optimizer, *data.batch(corpus.train_N, cfg.batch, cfg.model.seq_len, 0)).block_until_ready()
+    losses, rates = None, []
+    for _ in range(repeats):
+        nnx.update((model, optimizer), initial)
+        t0 = time.perf_counter()
+        batches = (data.batch(corpus.train_N, cfg.batch, cfg.model.seq_len, s) for s in range(steps))
+        out = [step(model, optimizer, *xy) for xy in batches]
+        out = np.asarray(jax.block_until_ready(out))
+        rates.append(steps / (time.perf_counter() - t0))
+        losses = out if losses is None else losses
+    return losses, rates
+
+
+def harness(variant: str, cfg: train.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
+    """The harness's chunked steps: (losses of the first run, steps/s of each run)."""
+    graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
+    run_chunk = train.make_chunk(train.make_step(graphdef, tx))
+    x_KBT, y_KBT, _ = train.chunk_batches(corpus, cfg, 0, 0, 1)
+    jax.block_until_ready(run_chunk(state, x_KBT, y_KBT, np.zeros(cfg.chunk, bool)))  # compile; all steps inactive
+    losses, rates = None, []
+    for _ in range(repeats):
+        state = train.init_state(variant, cfg, seed=0)[3]
+        t0 = time.perf_counter()
+        out = []
+        for first in range(0, steps, cfg.chunk):
+            n = min(cfg.chunk, steps - first)
+            state, loss_K = run_chunk(state, *train.chunk_batches(corpus, cfg, 0, first, n))
+            out.append(np.asarray(loss_K)[:n])
+        rates.append(steps / (time.perf_counter() - t0))
+        losses = np.concatenate(out) if losses is None else losses
+    return losses, rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="paper", choices=tuple(train.PRESETS))
+    parser.add_argument("--variants", default="softmax,yat_b,goat_v")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per run")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per method (the median is reported)")
+    parser.add_argument("--chunk", type=int, help="harness steps per device call (default: the preset's)")
+    args = parser.parse_args()
+    cfg = train.preset(args.preset, chunk=args.chunk)
+    corpus = data.load_corpus()
+    device = jax.devices()[0]
+    print(f"device: {device.platform} ({device.device_kind}); preset {args.preset};"
+          f" {args.steps} steps x {args.repeats} runs; chunk {cfg.chunk}")  # fmt: skip
+    print(f"{'variant':8} {'baseline steps/s':>17} {'harness steps/s':>16} {'ratio':>6}  losses")
+    for variant in args.variants.split(","):
+        base_losses, base_rates = baseline(variant, cfg, corpus, args.steps, args.repeats)
+        ours_losses, ours_rates = harness(variant, cfg, corpus, args.steps, args.repeats)
+        base, ours = statistics.median(base_rates), statistics.median(ours_rates)
+        same = "identical" if np.array_equal(base_losses, ours_losses) else (
+            f"DIFFER (max abs {np.max(np.abs(base_losses - ours_losses)):.3g})")  # fmt: skip
+        print(f"{variant:8} {base:17.2f} {ours:16.2f} {ours / base:6.2f}  {same}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

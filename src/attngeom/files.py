@@ -1,0 +1,53 @@
+"""File helpers shared by the report and the run folders: hashes, atomic writes, the commit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temporary name beside `path`, then rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _to_json(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def write_json_atomic(path: Path, doc: dict) -> None:
+    """`write_atomic` of a JSON document (numpy scalars allowed)."""
+    write_atomic(path, json.dumps(doc, indent=1, ensure_ascii=False, default=_to_json) + "\n")
+
+
+def git_commit() -> str | None:
+    """The commit of the source tree this package runs from, if it is a git checkout."""
+    if not (REPO / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and commit else None

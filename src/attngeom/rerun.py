@@ -1,0 +1,175 @@
+"""`reproduce.sh rerun --backend local`: retrain the seed-0 runs, write the bundles, judge them.
+
+Two bundle folders, as the author published them: `attngeom-qk` (softmax and yat_b in one
+`yat_attention.json`) and `attngeom-goat` (goat_v). They go into a new run folder with a
+manifest and a per-step training log; then `verify` judges them with the rerun tolerances and
+writes the report into `<run>/report`. The exit status is verify's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from attngeom.errors import InputError
+
+BUNDLES = {"attngeom-qk": ("softmax", "yat_b"), "attngeom-goat": ("goat_v", "goat_nov")}
+DEFAULT_VARIANTS = ("softmax", "yat_b", "goat_v")
+PRESET_NAMES = ("paper", "smoke")  # attngeom.train.PRESETS, named here so the CLI starts without jax
+DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
+
+
+def deterministic_device() -> None:
+    """Before the first computation: deterministic GPU kernels, one GPU, full-precision matmuls."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    os.environ["XLA_FLAGS"] = " ".join(flags + [f for f in DETERMINISTIC_XLA_FLAGS if f not in flags])
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = "0" if visible is None else visible.split(",")[0]
+    import jax
+
+    jax.config.update("jax_default_matmul_precision", "highest")
+
+
+def parse_list(text: str, kind: type, what: str) -> tuple:
+    """`"a,b"` -> (a, b) of `kind`, or an InputError naming the option."""
+    try:
+        items = tuple(kind(s.strip()) for s in text.split(",") if s.strip())
+    except ValueError as exc:
+        raise InputError(f"{what}: cannot read {text!r} ({exc})") from exc
+    if not items:
+        raise InputError(f"{what}: empty list")
+    return items
+
+
+def run_json(results: list, cfg) -> dict:
+    """The original `yat_attention.json` of one bundle folder."""
+    from attngeom.train import bits_per_char
+
+    runs, summary = [], {}
+    for r in results:
+        record = {"variant": r.variant, "seed": r.seed, "best_val": r.best_val, "bpc": bits_per_char(r.best_val),
+                  "curve": r.curve, "score_max": r.score_max}  # fmt: skip
+        if r.b_LH is not None:
+            record["b_learned"], record["eps_learned"] = r.b_LH.tolist(), r.eps_LH.tolist()
+        record["telemetry_prompt"] = r.prompt
+        runs.append(record)
+    for variant in dict.fromkeys(r.variant for r in results):
+        best = np.array([r.best_val for r in results if r.variant == variant])
+        summary[variant] = {"best_val_mean": float(best.mean()), "best_val_std": float(best.std()),
+                            "bpc_mean": bits_per_char(float(best.mean()))}  # fmt: skip
+    return {"summary": summary, "runs": runs, "cfg": cfg.original_cfg()}
+
+
+def write_result(folder: Path, result) -> None:
+    """The attention maps and the final geometry of one model, in the original npz format."""
+    from attngeom.bundles import write_attn_npz, write_geom_npz
+
+    stem = f"{result.variant}_s{result.seed}"
+    write_attn_npz(folder / f"attn_{stem}.npz", result.tokens_T, {s: result.maps[s] for s in sorted(result.maps)})
+    write_geom_npz(folder / f"geom_{stem}.npz", result.tokens_T, result.q_LHTD, result.k_LHTD, result.attn_LHTT)
+
+
+def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int, ...], quiet: bool) -> dict:
+    """Train every requested variant and seed into its bundle folder; per-variant wall times."""
+    from tqdm import tqdm
+
+    from attngeom.bundles import RUN_JSON
+    from attngeom.runs import write_json_atomic
+    from attngeom.train import train_variant
+
+    walls = {}
+    for bundle, members in BUNDLES.items():
+        chosen = [v for v in members if v in variants]
+        if not chosen:
+            continue
+        folder = run.path / bundle
+        folder.mkdir()
+        results = []
+        for seed in seeds:
+            for variant in chosen:
+                bar = tqdm(total=cfg.steps, desc=f"{variant} s{seed}", unit="step", disable=quiet, file=sys.stderr,
+                           dynamic_ncols=True, mininterval=1.0)  # fmt: skip
+
+                def on_steps(first, losses, variant=variant, seed=seed, bar=bar):
+                    run.log_steps(variant, seed, first, losses)
+                    bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)
+                    bar.update(len(losses))
+
+                def on_eval(step, val, variant=variant, bar=bar):
+                    if not quiet:
+                        bar.write(f"{variant} step {step}: val loss {val:.4f}")
+
+                result = train_variant(variant, seed, cfg, corpus, on_steps=on_steps, on_eval=on_eval)
+                bar.close()
+                write_result(folder, result)
+                results.append(result)
+                walls[f"{variant}_s{seed}"] = round(result.wall_s, 3)
+                write_json_atomic(folder / RUN_JSON, run_json(results, cfg))
+                print(f"{variant} seed {seed}: best val {result.best_val:.4f} nats in {result.wall_s:.0f} s")
+    return walls
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train, write, verify; the exit status is the verification's."""
+    if args.backend != "local":
+        raise InputError(f"backend {args.backend!r} is not run here; use `reproduce.sh {args.backend} ...`")
+    deterministic_device()
+    from attngeom import data, runs, train
+    from attngeom.bundles import VARIANTS
+
+    variants = parse_list(args.variants, str, "--variants")
+    unknown = [v for v in variants if not any(v in members for members in BUNDLES.values())]
+    if unknown:
+        known = ", ".join(v for members in BUNDLES.values() for v in members)
+        raise InputError(f"--variants: unknown variant {unknown[0]!r} (known: {known})")
+    seeds = parse_list(args.seeds, int, "--seeds") if args.seeds else (args.seed,)
+    if args.steps is not None and args.steps < 2:
+        raise InputError("--steps: at least 2 (the maps at step 0 and after the last step)")
+    if args.lr is not None and not args.lr > 0:
+        raise InputError("--lr: must be positive")
+    cfg = train.preset(args.preset, steps=args.steps, lr=args.lr)
+    corpus = data.load_corpus()
+    label = f"{args.preset}-s{'_'.join(map(str, seeds))}"
+    folder = runs.RunFolder(runs.new_run_dir(args.out, label), config={
+        "preset": args.preset, "variants": list(variants), "seeds": list(seeds),
+        "train": asdict(cfg), "learning_rates": {v: cfg.lr_of(v) for v in variants},
+    })  # fmt: skip
+    print(f"run folder: {folder.path}")
+    try:
+        walls = train_bundles(folder, cfg, corpus, variants, seeds, args.quiet)
+    except BaseException as exc:
+        folder.fail(exc)
+        raise
+    folder.complete(variant_wall_s=walls)
+    judged = tuple(v for v in VARIANTS if v in variants)
+    if 0 not in seeds or not judged:
+        print(f"verification skipped: the claims are about seed 0 of {', '.join(VARIANTS)}, not trained here")
+        return 0
+    from attngeom.verify import run_verify
+
+    smoke = args.preset == "smoke"
+    status = run_verify(folder.path, out=folder.path / "report", tier="rerun", variants=judged, smoke=smoke)
+    folder.complete(verify_exit=status)
+    return status
+
+
+def register(subparsers) -> None:
+    """Add the `rerun` subcommand."""
+    p = subparsers.add_parser("rerun", help="retrain the seed-0 runs, write the bundles, verify them",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("--backend", choices=("local",), default="local", help="where to train (default: this machine)")
+    p.add_argument("--preset", choices=PRESET_NAMES, default="paper",
+                   help="paper: the original runs (12,000 steps); smoke: a tiny check (minutes on a CPU)")  # fmt: skip
+    p.add_argument("--out", type=Path, help="the run folder, new or empty (default: runs/<time>-<preset>-s<seed>)")
+    p.add_argument("--steps", type=int, help="training steps (telemetry at 0, steps/10, steps/2, steps-1)")
+    p.add_argument("--seed", type=int, default=0, help="the seed (default 0, the published runs)")
+    p.add_argument("--seeds", help="several seeds, comma-separated (overrides --seed)")
+    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help="comma-separated (default: %(default)s)")
+    p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or evaluation lines")
+    p.set_defaults(func=run)

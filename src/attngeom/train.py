@@ -1,0 +1,247 @@
+"""Training one variant as the original runs did, with chunks of steps executed on device.
+
+The original loop ran one jitted step per host call. Here `lax.scan` runs up to `chunk` steps per
+call; the batches of a chunk are still drawn on the host with the original numpy seeds, so the
+data order, the dropout keys (the NNX rng counters travel in the scanned state) and the result
+are those of the per-step loop. Chunks end at every evaluation and telemetry step; a chunk
+shorter than `chunk` is padded with inactive steps that `lax.cond` skips, so each variant
+compiles one step function, whatever the step count.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from attngeom import data
+from attngeom.errors import InputError
+from attngeom.model import ModelConfig, build
+
+# The original per-variant rates; goat_nov's is not recorded and is taken to be goat_v's.
+LEARNING_RATES = {"softmax": 3e-4, "yat_b": 3e-3, "goat_v": 3e-2, "goat_nov": 3e-2}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a run depends on besides the variant and the seed (paper preset by default)."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    batch: int = 64
+    steps: int = 12_000
+    eval_every: int = 500
+    val_batches: int = 16
+    weight_decay: float = 0.01
+    lr: float | None = None  # one learning rate for every variant, else LEARNING_RATES
+    chunk: int = 50
+
+    def lr_of(self, variant: str) -> float:
+        return self.lr if self.lr is not None else LEARNING_RATES[variant]
+
+    def telemetry_steps(self) -> tuple[int, ...]:
+        """0 (before any update), steps//10, steps//2, steps-1 (after that step's update)."""
+        return tuple(sorted({0, self.steps // 10, self.steps // 2, self.steps - 1}))
+
+    def eval_points(self) -> tuple[int, ...]:
+        """Numbers of completed steps after which the validation loss is measured."""
+        return tuple(sorted({*range(self.eval_every, self.steps + 1, self.eval_every), self.steps}))
+
+    def original_cfg(self) -> dict:
+        """The `cfg` record of the original run JSON."""
+        m, lr = self.model, self.lr if self.lr is not None else LEARNING_RATES["softmax"]
+        return {
+            "D": m.d_model, "LAYERS": m.layers, "HEADS": m.heads, "T": m.seq_len, "FF": m.d_ff,
+            "BATCH": self.batch, "STEPS": self.steps, "LR": lr, "DROP": m.dropout,
+            "EVAL_EVERY": self.eval_every, "VAL_BATCHES": self.val_batches,
+        }  # fmt: skip
+
+
+PRESETS = {
+    "paper": TrainConfig(),
+    "smoke": TrainConfig(
+        model=ModelConfig(d_model=32, layers=6, heads=4, seq_len=32, d_ff=64),
+        batch=8, steps=60, eval_every=20, val_batches=2, chunk=20,
+    ),
+}  # fmt: skip
+
+
+def preset(name: str, **overrides) -> TrainConfig:
+    """A preset with some fields replaced (None values are ignored)."""
+    return replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
+
+
+@dataclass
+class RunResult:
+    """What one trained variant leaves behind, in the shapes the bundles store."""
+
+    variant: str
+    seed: int
+    lr: float
+    losses: np.ndarray  # (steps,) training loss of each step
+    curve: list[dict]
+    tokens_T: np.ndarray
+    prompt: str  # the window's text
+    maps: dict[int, np.ndarray]  # telemetry step -> attn_LHTT
+    q_LHTD: np.ndarray
+    k_LHTD: np.ndarray
+    attn_LHTT: np.ndarray
+    score_max: list[float]  # per validation batch and layer: the largest raw score at the last evaluation
+    b_LH: np.ndarray | None
+    eps_LH: np.ndarray | None
+    wall_s: float
+
+    @property
+    def best_val(self) -> float:
+        return min(p["val"] for p in self.curve)
+
+
+def _loss(model: nnx.Module, x_BT: jax.Array, y_BT: jax.Array) -> jax.Array:
+    return optax.softmax_cross_entropy_with_integer_labels(model(x_BT), y_BT).mean()
+
+
+def make_step(graphdef: nnx.GraphDef, tx: optax.GradientTransformation) -> Callable:
+    """One adamw step on pure state `(params, rest, opt_state)`; `rest` holds the dropout rngs."""
+
+    def step(state, x_BT, y_BT):
+        params, rest, opt_state = state
+
+        def loss_fn(p):
+            model = nnx.merge(graphdef, p, rest)
+            loss = _loss(model, x_BT, y_BT)
+            return loss, nnx.as_pure(nnx.state(model, nnx.Not(nnx.Param)))
+
+        (loss, rest), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), rest, opt_state), loss
+
+    return step
+
+
+def make_chunk(step: Callable) -> Callable:
+    """`step` scanned over a chunk of batches (K, B, T); inactive (padding) steps change nothing."""
+
+    def run(state, x_KBT, y_KBT, active_K):
+        def body(carry, inputs):
+            x_BT, y_BT, active = inputs
+            skip = lambda s: (s, jnp.zeros((), jnp.float32))  # noqa: E731
+            return jax.lax.cond(active, lambda s: step(s, x_BT, y_BT), skip, carry)
+
+        return jax.lax.scan(body, state, (x_KBT, y_KBT, active_K))
+
+    return jax.jit(run, donate_argnums=0)
+
+
+def make_probe(graphdef: nnx.GraphDef) -> Callable:
+    """Eval-mode q, k (L, H, T, Dh) and weights (L, H, T, T) on one window."""
+
+    def probe(params, rest, tokens_T):
+        _, p = nnx.merge(graphdef, params, rest).forward(tokens_T[None])
+        return p["q"][:, 0], p["k"][:, 0], p["attn"][:, 0]
+
+    return jax.jit(probe)
+
+
+def make_eval(graphdef: nnx.GraphDef) -> Callable:
+    """Eval-mode loss of each validation batch (N,) and each layer's largest raw score (N, L)."""
+
+    def evaluate(params, rest, x_NBT, y_NBT):
+        def one(xy):
+            logits, p = nnx.merge(graphdef, params, rest).forward(xy[0])
+            return optax.softmax_cross_entropy_with_integer_labels(logits, xy[1]).mean(), p["score_max"]
+
+        return jax.lax.map(one, (x_NBT, y_NBT))
+
+    return jax.jit(evaluate)
+
+
+def init_state(variant: str, cfg: TrainConfig, seed: int):
+    """Model built from `nnx.Rngs(seed)`: train/eval graph definitions, pure state, optimiser."""
+    model = build(variant, cfg.model, seed)
+    tx = optax.adamw(cfg.lr_of(variant), weight_decay=cfg.weight_decay)
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    eval_graphdef = nnx.split(nnx.view(model, deterministic=True), nnx.Param, ...)[0]
+    params, rest = nnx.as_pure(params), nnx.as_pure(rest)
+    return graphdef, eval_graphdef, tx, (params, rest, tx.init(params))
+
+
+def chunk_plan(cfg: TrainConfig) -> list[tuple[int, int]]:
+    """(first step, number of steps) of each device call; chunks end at every event."""
+    ends = sorted({s + 1 for s in cfg.telemetry_steps() if s > 0} | set(cfg.eval_points()))
+    plan, start = [], 0
+    for end in ends:
+        for first in range(start, end, cfg.chunk):
+            plan.append((first, min(cfg.chunk, end - first)))
+        start = end
+    return plan
+
+
+def chunk_batches(corpus: data.Corpus, cfg: TrainConfig, seed: int, first: int, n: int):
+    x_KBT, y_KBT = data.train_batches(corpus, seed, range(first, first + n), cfg.batch, cfg.model.seq_len)
+    pad = ((0, cfg.chunk - n), (0, 0), (0, 0))
+    return np.pad(x_KBT, pad), np.pad(y_KBT, pad), np.arange(cfg.chunk) < n
+
+
+def train_variant(
+    variant: str,
+    seed: int,
+    cfg: TrainConfig,
+    corpus: data.Corpus,
+    on_steps: Callable[[int, np.ndarray], None] = lambda first, losses: None,
+    on_eval: Callable[[int, float], None] = lambda step, val: None,
+) -> RunResult:
+    """Train one variant; `on_steps(first_step, losses)` after each chunk, `on_eval(step, val)`."""
+    t0 = time.perf_counter()
+    graphdef, eval_graphdef, tx, state = init_state(variant, cfg, seed)
+    run_chunk = make_chunk(make_step(graphdef, tx))
+    probe, evaluate = make_probe(eval_graphdef), make_eval(eval_graphdef)
+    window_T = data.telemetry_window(corpus, cfg.model.seq_len)
+    val_x, val_y = data.val_batches(corpus, cfg.val_batches, cfg.batch, cfg.model.seq_len)
+    telemetry = set(cfg.telemetry_steps())
+
+    def snapshot(state) -> np.ndarray:
+        return np.asarray(probe(state[0], state[1], window_T)[2], dtype=np.float16)
+
+    maps = {0: snapshot(state)}
+    losses, curve, score_max = np.zeros(cfg.steps, np.float32), [], []
+    plan = chunk_plan(cfg)
+    batches: Iterator = (chunk_batches(corpus, cfg, seed, first, n) for first, n in plan)
+    upcoming = next(batches)
+    for first, n in plan:
+        state, loss_K = run_chunk(state, *upcoming)
+        upcoming = next(batches, None)  # drawn on the host while the device works
+        losses[first : first + n] = np.asarray(loss_K)[:n]
+        if not np.isfinite(losses[first : first + n]).all():
+            bad = first + int(np.argmin(np.isfinite(losses[first : first + n])))
+            raise InputError(f"{variant} seed {seed}: training loss not finite at step {bad}; try a smaller --lr")
+        on_steps(first, losses[first : first + n])
+        done = first + n
+        if done - 1 in telemetry and done > 1:
+            maps[done - 1] = snapshot(state)
+        if done in cfg.eval_points():
+            val_N, smax_NL = evaluate(state[0], state[1], val_x, val_y)
+            curve.append({"step": done, "val": float(np.mean(np.asarray(val_N, dtype=np.float64)))})
+            score_max = np.asarray(smax_NL, dtype=np.float64).ravel().tolist()
+            on_eval(done, curve[-1]["val"])
+    q, k, attn = (np.asarray(a, dtype=np.float16) for a in probe(state[0], state[1], window_T))
+    b_LH = eps_LH = None
+    if variant != "softmax":
+        scalars = nnx.merge(graphdef, state[0], state[1]).kernel_scalars()
+        b_LH, eps_LH = (np.asarray(a, dtype=np.float64) for a in scalars)
+    return RunResult(
+        variant=variant, seed=seed, lr=cfg.lr_of(variant), losses=losses, curve=curve, tokens_T=window_T,
+        prompt=corpus.decode(window_T),
+        maps=maps, q_LHTD=q, k_LHTD=k, attn_LHTT=attn, score_max=score_max,
+        b_LH=b_LH, eps_LH=eps_LH, wall_s=time.perf_counter() - t0,
+    )  # fmt: skip
+
+
+def bits_per_char(nats: float) -> float:
+    """Loss in bits per character."""
+    return nats / math.log(2)

@@ -1,0 +1,122 @@
+"""`rerun --backend local`: the smoke rerun end to end, the bundle format, interruptions, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attngeom import cli, rerun, runs, train
+from attngeom.bundles import RUN_JSON, load_models
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _restore_device_settings(monkeypatch):
+    """`rerun` sets these for its process; give them back after an in-process call."""
+    for name in ("XLA_FLAGS", "CUDA_VISIBLE_DEVICES"):
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
+
+
+def test_preset_names_match_the_presets():
+    assert rerun.PRESET_NAMES == tuple(train.PRESETS)
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """One smoke rerun through the command line, as CI and users run it."""
+    out = tmp_path_factory.mktemp("smoke") / "run"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    cmd = [sys.executable, "-m", "attngeom", "rerun", "--backend", "local", "--preset", "smoke", "--out", str(out)]
+    cmd.append("--quiet")
+    return out, subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+
+
+@pytest.mark.slow
+def test_smoke_rerun_trains_writes_and_passes_verification(smoke_run):
+    out, proc = smoke_run
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    manifest = runs.require_complete(out)
+    assert manifest["config"]["preset"] == "smoke" and manifest["verify_exit"] == 0
+    assert {"report/REPORT.md", "report/report.json", "attngeom-qk/yat_attention.json"} <= set(manifest["files"])
+    logged = [json.loads(line) for line in (out / runs.TRAIN_LOG).read_text().splitlines()]
+    steps = train.PRESETS["smoke"].steps
+    assert [(r["variant"], r["step"]) for r in logged] == [(v, s) for v in rerun.DEFAULT_VARIANTS for s in range(steps)]
+
+
+@pytest.mark.slow
+def test_rerun_bundles_have_the_original_format(smoke_run, published_root):
+    out, _ = smoke_run
+    ours = load_models(out, rerun.DEFAULT_VARIANTS)
+    theirs = load_models(published_root, rerun.DEFAULT_VARIANTS)
+    for variant, mine in ours.items():
+        orig = theirs[variant]
+        for name in ("attn", "geom"):
+            with np.load(mine.files[name]) as a, np.load(orig.files[name]) as b:
+                assert len(a.files) == len(b.files)
+                assert {k: (a[k].dtype, a[k].ndim) for k in a.files if not k.startswith("step")} == {
+                    k: (b[k].dtype, b[k].ndim) for k in b.files if not k.startswith("step")
+                }
+        mine_keys = set(mine.run) | {"mass_auroc", "mass_mean_correct", "mass_mean_wrong"}
+        assert set(orig.run) <= mine_keys and set(mine.run) <= set(orig.run)
+        assert mine.cfg.keys() == orig.cfg.keys()
+    assert (out / "attngeom-qk" / RUN_JSON).is_file() and (out / "attngeom-goat" / RUN_JSON).is_file()
+    summary = json.loads((out / "attngeom-qk" / RUN_JSON).read_text())["summary"]
+    assert set(summary) == {"softmax", "yat_b"}
+    assert set(summary["yat_b"]) == {"best_val_mean", "best_val_std", "bpc_mean"}
+
+
+def test_an_interrupted_rerun_stays_incomplete_and_is_not_written_over(tmp_path, monkeypatch, capsys):
+    _restore_device_settings(monkeypatch)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "train_variant", interrupted)
+    out = tmp_path / "run"
+    assert cli.main(["rerun", "--preset", "smoke", "--out", str(out), "--quiet"]) == 130
+    manifest = json.loads((out / runs.MANIFEST).read_text())
+    assert manifest["completed"] is False and "KeyboardInterrupt" in manifest["error"]
+    with pytest.raises(Exception, match="did not complete"):
+        runs.require_complete(out)
+    assert cli.main(["rerun", "--preset", "smoke", "--out", str(out), "--quiet"]) == 2
+    assert "never written over" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--variants", "softmax,nope"], "unknown variant 'nope'"),
+        (["--steps", "1"], "--steps"),
+        (["--seeds", "0,x"], "--seeds"),
+        (["--lr", "-1"], "--lr"),
+    ],
+)
+def test_bad_options_are_one_line_errors(tmp_path, monkeypatch, capsys, args, message):
+    _restore_device_settings(monkeypatch)
+    assert cli.main(["rerun", "--preset", "smoke", "--out", str(tmp_path / "r"), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+def test_run_json_summarises_every_seed():
+    def fake(seed, best):
+        return train.RunResult(
+            variant="yat_b", seed=seed, lr=3e-3, losses=np.zeros(2), curve=[{"step": 2, "val": best}],
+            tokens_T=np.zeros(4, np.int32), prompt="abcd", maps={}, q_LHTD=None, k_LHTD=None, attn_LHTT=None,
+            score_max=[1.0], b_LH=np.ones((1, 2)), eps_LH=np.ones((1, 2)), wall_s=0.0,
+        )  # fmt: skip
+
+    doc = rerun.run_json([fake(0, 1.0), fake(1, 2.0)], train.PRESETS["smoke"])
+    assert doc["summary"]["yat_b"]["best_val_mean"] == 1.5 and doc["summary"]["yat_b"]["best_val_std"] == 0.5
+    assert [list(r)[:6] for r in doc["runs"]][0] == ["variant", "seed", "best_val", "bpc", "curve", "score_max"]
+    assert doc["runs"][1]["b_learned"] == [[1.0, 1.0]]

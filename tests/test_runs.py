@@ -1,0 +1,79 @@
+"""Run folders: never written over; complete only when finished; changed files are caught."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from attngeom import runs
+from attngeom.errors import InputError
+
+
+def _finished_run(path):
+    run = runs.RunFolder(runs.new_run_dir(path, "x"), config={"preset": "smoke"})
+    (run.path / "bundle").mkdir()
+    (run.path / "bundle" / "a.npz").write_bytes(b"abc")
+    run.log_steps("softmax", 0, 5, np.array([1.5, 1.25], np.float32))
+    run.complete(variant_wall_s={"softmax_s0": 1.0})
+    return run
+
+
+def test_a_finished_run_lists_every_file_with_its_sha256(tmp_path):
+    run = _finished_run(tmp_path / "r")
+    manifest = runs.require_complete(run.path)
+    assert manifest["completed"] is True
+    assert set(manifest["files"]) == {"bundle/a.npz", runs.TRAIN_LOG}
+    assert manifest["files"]["bundle/a.npz"] == runs.sha256_file(run.path / "bundle" / "a.npz")
+    assert manifest["config"] == {"preset": "smoke"}
+    assert {"versions", "device", "xla_flags", "wall_s", "git_commit"} <= set(manifest)
+    assert manifest["versions"]["jax"]
+
+
+def test_the_training_log_has_one_line_per_step(tmp_path):
+    run = _finished_run(tmp_path / "r")
+    lines = [json.loads(x) for x in (run.path / runs.TRAIN_LOG).read_text().splitlines()]
+    assert lines == [
+        {"variant": "softmax", "seed": 0, "step": 5, "loss": 1.5},
+        {"variant": "softmax", "seed": 0, "step": 6, "loss": 1.25},
+    ]
+
+
+def test_an_unfinished_run_is_never_taken_for_a_finished_one(tmp_path):
+    run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config={})
+    (run.path / "half.npz").write_bytes(b"partial")
+    with pytest.raises(InputError, match="did not complete"):
+        runs.require_complete(run.path)
+    run.fail(KeyboardInterrupt("stopped"))
+    with pytest.raises(InputError, match="KeyboardInterrupt"):
+        runs.require_complete(run.path)
+
+
+def test_a_changed_or_missing_file_is_caught(tmp_path):
+    run = _finished_run(tmp_path / "r")
+    (run.path / "bundle" / "a.npz").write_bytes(b"abd")
+    with pytest.raises(InputError, match="changed since"):
+        runs.require_complete(run.path)
+    (run.path / "bundle" / "a.npz").unlink()
+    with pytest.raises(InputError, match="missing"):
+        runs.require_complete(run.path)
+
+
+def test_a_folder_without_manifest_is_refused(tmp_path):
+    with pytest.raises(InputError, match="manifest"):
+        runs.require_complete(tmp_path)
+
+
+def test_a_run_is_never_written_over(tmp_path):
+    run = _finished_run(tmp_path / "r")
+    with pytest.raises(InputError, match="never written over"):
+        runs.new_run_dir(run.path, "x")
+    assert runs.require_complete(run.path)["completed"] is True
+
+
+def test_default_run_folders_are_new_and_labelled(tmp_path):
+    path = runs.new_run_dir(None, "smoke-s0", runs_dir=tmp_path / "runs")
+    assert path.is_dir() and path.parent == tmp_path / "runs" and path.name.endswith("-smoke-s0")
+    (tmp_path / "empty").mkdir()
+    assert runs.new_run_dir(tmp_path / "empty", "x") == tmp_path / "empty"  # an existing empty folder is fine
