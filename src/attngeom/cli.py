@@ -16,6 +16,7 @@ from attngeom.errors import EXIT_INPUT, InputError
 SUBCOMMAND_MODULES = (
     "attngeom.verify",
     "attngeom.rerun",
+    "attngeom.kaggle_backend",
     "attngeom.docker_backend",
     "attngeom.figures",
 )

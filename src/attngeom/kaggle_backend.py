@@ -1,0 +1,442 @@
+"""`./reproduce.sh kaggle build|push|status|pull|run`: retrain the original bundles on Kaggle GPUs.
+
+`run` builds one kernel per bundle and seed (`kaggle_kernel`), pushes them with the official
+`kaggle` client (at most `--concurrency` at a time), polls until each finishes, pulls every
+output into the run folder, checks each file's sha256 against the manifest the kernel wrote,
+and judges the seed-0 bundles with the rerun tier of `verify`. Everything the later steps need
+is recorded in `<run>/kaggle-state.json` as it happens, so `status` and `pull` resume from
+another shell or after a crash. A pulled bundle is only ever added, never overwritten.
+
+The client's traps are handled here: `import kaggle` authenticates at import time and calls
+`exit(1)` when it finds no credentials; it imports `six` without declaring it; a push whose
+reply carries an error still "succeeds", so the reply is checked; accounts without phone
+verification or without GPU quota get no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from attngeom.bundles import VARIANTS
+from attngeom.errors import InputError
+from attngeom.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
+from attngeom.rerun import PRESET_NAMES
+from attngeom.runs import RUNS_DIR, new_run_dir, require_complete, write_json_atomic
+
+if TYPE_CHECKING:  # importing the client authenticates; only `connect` does it, on demand
+    from kaggle.api.kaggle_api_extended import KaggleApi
+
+ACTIONS = ("build", "push", "status", "pull", "run")
+DEFAULT_ACCELERATOR = "NvidiaTeslaT4"  # the "GPU T4 x2" machine; the kernel uses one of its GPUs
+DEFAULT_TIMEOUT = 6 * 3600
+STATE_FILE = "kaggle-state.json"
+WAITING = ("PUSHED", "QUEUED", "RUNNING", "NEW_SCRIPT", "CANCEL_REQUESTED")
+FAILED = ("ERROR", "CANCEL_ACKNOWLEDGED")
+CREDENTIALS_HELP = (
+    "create an API token at https://www.kaggle.com/settings/api and save it as ~/.kaggle/kaggle.json "
+    "(chmod 600), or export KAGGLE_USERNAME and KAGGLE_KEY, or KAGGLE_API_TOKEN"
+)
+GPU_HELP = (
+    "Kaggle gives GPUs only to phone-verified accounts with weekly GPU quota left: verify your phone at "
+    "https://www.kaggle.com/settings and check the quota with `kaggle quota`"
+)
+
+
+# --- the client -------------------------------------------------------------------------------
+
+
+def connect() -> KaggleApi:
+    """An authenticated `KaggleApi`, or an InputError that says how to get one."""
+    quiet = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            from kaggle.api.kaggle_api_extended import KaggleApi  # authenticates at import time
+    except ImportError as exc:
+        raise InputError(
+            f"cannot import the kaggle client ({exc}); it also needs `six`, which it does not declare: "
+            "rebuild the environment from requirements.lock (delete .venv and rerun ./reproduce.sh)"
+        ) from exc
+    api = KaggleApi()
+    # The class reads these when first imported; read them again so they follow the environment now.
+    api.args = ["--local"] if os.environ.get("KAGGLE_API_ENVIRONMENT") == "LOCALHOST" else []
+    if os.environ.get("KAGGLE_CONFIG_DIR"):
+        api.config_dir = os.environ["KAGGLE_CONFIG_DIR"]
+        api.config = os.path.join(api.config_dir, api.config_file)
+    try:
+        with contextlib.redirect_stdout(quiet):
+            api.authenticate()
+    except SystemExit:
+        raise InputError(f"no usable Kaggle credentials: {CREDENTIALS_HELP}") from None
+    except Exception as exc:  # the token check is a network call
+        raise InputError(f"could not check the Kaggle credentials ({type(exc).__name__}: {exc}); retry") from exc
+    return api
+
+
+def call(what: str, fn, *args, **kwargs):
+    """Run one client call; every failure becomes a one-line InputError about `what`."""
+    import requests
+
+    try:
+        return fn(*args, **kwargs)
+    except requests.HTTPError as exc:
+        code = exc.response.status_code if exc.response is not None else "?"
+        if code in (401, 403):
+            raise InputError(f"{what}: Kaggle refused the credentials (HTTP {code}); {CREDENTIALS_HELP}") from exc
+        raise InputError(f"{what}: Kaggle answered HTTP {code} ({exc}); retry later") from exc
+    except requests.RequestException as exc:
+        raise InputError(f"{what}: cannot reach Kaggle ({type(exc).__name__}); check the connection and retry") from exc
+    except ValueError as exc:  # the client's own checks, and its reading of 401/403 replies
+        raise InputError(f"{what}: {exc}") from exc
+
+
+def username_of(api: KaggleApi) -> str:
+    """The Kaggle user the credentials belong to."""
+    return api.config_values.get(api.CONFIG_NAME_USER) or ""
+
+
+def check_gpu_quota(api: KaggleApi) -> None:
+    """Refuse to push when the account has no GPU time left (or none at all: no phone verification)."""
+    try:
+        reply = api.quota_view()
+    except Exception as exc:  # advisory only: the push reply has the last word
+        print(f"warning: could not read the GPU quota ({type(exc).__name__}); pushing anyway", file=sys.stderr)
+        return
+    quota = reply.gpu_quota
+    if quota is None or quota.total_time_allowed is None:
+        return
+    used = quota.time_used.total_seconds() if quota.time_used is not None else 0.0
+    if quota.total_time_allowed.total_seconds() - used <= 0:
+        refresh = reply.quota_refresh_time
+        raise InputError(f"no GPU quota left ({quota.total_time_allowed} a week, next refresh {refresh}); {GPU_HELP}")
+
+
+# --- the run folder ---------------------------------------------------------------------------
+
+
+def load_state(run: Path) -> dict:
+    """What was recorded about the run so far."""
+    path = run / STATE_FILE
+    if not path.is_file():
+        raise InputError(f"{run}: no {STATE_FILE} here; start with `./reproduce.sh kaggle run` or `kaggle build`")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def save_state(run: Path, state: dict) -> None:
+    """Atomically: a crash leaves the old or the new state, never half of one."""
+    write_json_atomic(run / STATE_FILE, state)
+
+
+def latest_run(runs: Path = RUNS_DIR) -> Path:
+    """The newest run folder with a Kaggle state file."""
+    found = sorted(p.parent for p in runs.glob(f"*/{STATE_FILE}"))
+    if not found:
+        raise InputError(f"no Kaggle run under {runs}/; pass --run DIR or start one with `./reproduce.sh kaggle run`")
+    return found[-1]
+
+
+def build(run: Path, username: str, seeds: list[int], bundles: list[str] | None, settings: dict) -> dict:
+    """Write one kernel folder per bundle (default: all) and seed under `run/kernels`, and the state."""
+    defs = definitions()
+    bundles = bundles or list(defs)
+    unknown = [b for b in bundles if b not in defs]
+    if unknown:
+        raise InputError(f"unknown bundle '{unknown[0]}' (kernel definitions: {', '.join(defs)})")
+    archive = source_archive()
+    kernels = []
+    for seed in seeds:
+        for name in bundles:
+            defn = defs[name]
+            folder = build_kernel(defn, username, seed, run / "kernels" / defn.slug(seed), settings["preset"], archive)
+            kernels.append(
+                {
+                    "bundle": name,
+                    "seed": seed,
+                    "id": defn.kernel_id(username, seed),
+                    "variants": list(defn.variants),
+                    "folder": folder.relative_to(run).as_posix(),
+                    "state": "BUILT",
+                }
+            )
+    created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    state = {"username": username, "created": created, **settings, "kernels": kernels}
+    save_state(run, state)
+    return state
+
+
+# --- push, poll, pull -------------------------------------------------------------------------
+
+
+def push(api: KaggleApi, run: Path, state: dict) -> None:
+    """Push built kernels while fewer than `concurrency` are waiting."""
+    todo = [k for k in state["kernels"] if k["state"] == "BUILT"]
+    room = state["concurrency"] - sum(k["state"] in WAITING for k in state["kernels"])
+    if not todo or room <= 0:
+        return
+    check_gpu_quota(api)
+    for kernel in todo[:room]:
+        reply = call(
+            f"push {kernel['id']}",
+            api.kernels_push,
+            str(run / kernel["folder"]),
+            str(state["timeout"]),
+            state["accelerator"],
+        )
+        if reply is None or reply.error:  # the client prints such errors and carries on; we stop
+            error = "no reply" if reply is None else reply.error
+            hint = f"; {GPU_HELP}" if any(w in error.lower() for w in ("phone", "gpu", "accelerator", "quota")) else ""
+            raise InputError(f"push {kernel['id']}: Kaggle refused it: {error}{hint}")
+        kernel.update(state="PUSHED", pushed=time.time(), version=reply.version_number, url=reply.url)
+        save_state(run, state)
+        print(f"pushed {kernel['id']} (version {reply.version_number}): {reply.url}", flush=True)
+
+
+def poll(api: KaggleApi, run: Path, state: dict) -> None:
+    """Ask Kaggle for the state of every kernel still waiting; record it."""
+    for kernel in state["kernels"]:
+        if kernel["state"] not in WAITING:
+            continue
+        reply = call(f"status of {kernel['id']}", api.kernels_status, kernel["id"])
+        kernel["state"] = reply.status.name
+        if reply.failure_message:
+            kernel["message"] = reply.failure_message
+        if kernel["state"] not in WAITING:
+            kernel["finished"] = time.time()
+    save_state(run, state)
+
+
+def progress_line(state: dict, now: float) -> str:
+    """Each kernel's state and the time since its push, on one line."""
+    parts = []
+    for k in state["kernels"]:
+        elapsed = (k.get("finished") or now) - k["pushed"] if k.get("pushed") else None
+        parts.append(
+            f"{k['bundle']}-s{k['seed']} {k['state']}" + (f" {_duration(elapsed)}" if elapsed is not None else "")
+        )
+    return " | ".join(parts)
+
+
+def log_text(raw: str) -> str:
+    """A kernel log as plain text: Kaggle serves it as a JSON list of {stream_name, time, data} events."""
+    try:
+        events = json.loads(raw)
+    except ValueError:
+        return raw
+    if not isinstance(events, list):
+        return raw
+    return "".join(str(e.get("data", "")) for e in events if isinstance(e, dict))
+
+
+def report_failures(api: KaggleApi, run: Path, state: dict) -> None:
+    """Raise one InputError naming each failed kernel, its failure message and its log's tail."""
+    failed = [k for k in state["kernels"] if k["state"] in FAILED]
+    if not failed:
+        return
+    lines = []
+    for kernel in failed:
+        log = log_text(call(f"log of {kernel['id']}", api.kernels_logs, kernel["id"]))
+        log_path = run / "logs" / f"{kernel['bundle']}-s{kernel['seed']}.log"
+        log_path.parent.mkdir(exist_ok=True)
+        log_path.write_text(log, encoding="utf-8")
+        tail = " / ".join(line.strip() for line in log.strip().splitlines()[-3:])
+        lines.append(
+            f"{kernel['id']} ended in {kernel['state']}: {kernel.get('message') or 'no failure message'}"
+            f" (log: {log_path}; last lines: {tail or 'empty'})"
+        )
+    raise InputError(
+        "; ".join(lines) + f". Pulled bundles stay in {run}/outputs; once the cause is fixed, "
+        f"`./reproduce.sh kaggle run --run {run}` pushes the failed kernels again"
+    )
+
+
+def pull_one(api: KaggleApi, run: Path, kernel: dict) -> Path:
+    """Download one finished kernel's output, check it against its manifest, move it to `run/outputs`."""
+    dest = run / "outputs" / f"{kernel['bundle']}-s{kernel['seed']}"
+    if dest.is_dir():
+        try:
+            require_complete(dest / OUTPUT_DIR)
+            return dest  # a good bundle is never overwritten
+        except InputError:
+            (run / "rejected").mkdir(exist_ok=True)  # a damaged copy: set aside, not deleted
+            os.replace(dest, run / "rejected" / f"{dest.name}-{int(time.time())}")
+    incoming = run / ".incoming" / dest.name
+    shutil.rmtree(incoming, ignore_errors=True)  # only ever an earlier download that failed its check
+    listed, _ = call(
+        f"outputs of {kernel['id']}",
+        api.kernels_output,
+        kernel["id"],
+        str(incoming),
+        force=True,
+        quiet=True,
+        page_size=100,
+    )
+    try:
+        require_complete(incoming / OUTPUT_DIR)
+    except InputError as exc:
+        note = " (Kaggle lists at most 500 output files)" if len(listed) >= 500 else ""
+        raise InputError(
+            f"{kernel['id']}: output rejected and kept in {incoming} for inspection: {exc}{note}; "
+            f"pull again with `./reproduce.sh kaggle pull --run {run}`"
+        ) from exc
+    dest.parent.mkdir(exist_ok=True)
+    os.replace(incoming, dest)
+    return dest
+
+
+def pull(api: KaggleApi, run: Path, state: dict) -> None:
+    """Pull every finished kernel not pulled yet, and re-check those that were."""
+    for kernel in state["kernels"]:
+        if kernel["state"] in ("COMPLETE", "PULLED"):
+            dest = pull_one(api, run, kernel)
+            if kernel["state"] != "PULLED":
+                kernel["state"] = "PULLED"
+                save_state(run, state)
+                print(f"pulled {kernel['id']} into {dest}", flush=True)
+
+
+def judge(run: Path, state: dict) -> int:
+    """Verify the seed-0 bundles with the rerun tier; the report goes to `run/report`."""
+    variants = tuple(v for v in VARIANTS if any(k["seed"] == 0 and v in k["variants"] for k in state["kernels"]))
+    if not variants:
+        print("no seed-0 kernels in this run: the bundles are pulled and checked, nothing to judge", flush=True)
+        return 0
+    from attngeom.verify import run_verify
+
+    return run_verify(
+        run / "outputs", run / "report", tier="rerun", variants=variants, smoke=state["preset"] == "smoke"
+    )
+
+
+def finish(api: KaggleApi, run: Path, state: dict) -> int:
+    """Pull what finished; fail on failed or unfinished kernels; judge when everything is in."""
+    pull(api, run, state)
+    report_failures(api, run, state)
+    pending = [k["id"] for k in state["kernels"] if k["state"] != "PULLED"]
+    if pending:
+        raise InputError(
+            f"not finished yet: {', '.join(pending)}; run `./reproduce.sh kaggle run --run {run}` to push "
+            f"and wait, or `kaggle pull --run {run}` later"
+        )
+    return judge(run, state)
+
+
+def wait(api: KaggleApi, run: Path, state: dict, poll_s: float) -> None:
+    """Push and poll, with backoff, until every kernel has finished or the time for all rounds passes."""
+    start, interval = time.time(), poll_s
+    rounds = -(-sum(k["state"] in WAITING + ("BUILT",) for k in state["kernels"]) // state["concurrency"])
+    while True:
+        push(api, run, state)
+        poll(api, run, state)
+        now = time.time()
+        print(f"[{_duration(now - start)}] {progress_line(state, now)}", flush=True)
+        if all(k["state"] not in WAITING + ("BUILT",) for k in state["kernels"]):
+            return
+        if now - start > state["timeout"] * rounds:
+            raise InputError(
+                f"timed out after {_duration(now - start)}; the kernels keep running on Kaggle: "
+                f"`./reproduce.sh kaggle status --run {run}` and `kaggle pull --run {run}` pick them up later"
+            )
+        time.sleep(interval)
+        interval = min(interval * 1.5, 10 * poll_s)
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m // 60}h{m % 60:02d}m" if m >= 60 else f"{m}m{s:02d}s"
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return int(text)
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return sorted({int(s) for s in text.split(",") if s.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from None
+
+
+def main(args: argparse.Namespace) -> int:
+    """Start a new run (build, run) or continue the one named or the latest (push, status, pull, run)."""
+    new = args.action in ("build", "run") and (
+        args.action == "build" or args.run is None or not (args.run / STATE_FILE).exists()
+    )
+    run = args.run if args.run is not None or new else latest_run()
+    overrides = {"accelerator": args.accelerator, "timeout": args.timeout, "concurrency": args.concurrency}
+    api = None if args.action == "build" and args.username else connect()
+    if new:
+        run = new_run_dir(run, "kaggle")
+        settings = {
+            "preset": args.preset,
+            "accelerator": DEFAULT_ACCELERATOR,
+            "timeout": DEFAULT_TIMEOUT,
+            "concurrency": 2,
+        }
+        settings.update({k: v for k, v in overrides.items() if v is not None})
+        bundles = args.bundles.split(",") if args.bundles else None
+        state = build(run, args.username or username_of(api), args.seeds, bundles, settings)
+        print(f"built {len(state['kernels'])} kernel(s) in {run}/kernels", flush=True)
+        if args.action == "build":
+            return 0
+    else:
+        state = load_state(run)
+        state.update({k: v for k, v in overrides.items() if v is not None})
+        if args.action == "run":  # continuing a run retries the kernels that failed
+            for kernel in state["kernels"]:
+                if kernel["state"] in FAILED:
+                    kernel.update(state="BUILT", pushed=None, finished=None, message=None)
+    if args.action == "push":
+        push(api, run, state)
+        return 0
+    if args.action == "status":
+        poll(api, run, state)
+        print(progress_line(state, time.time()), flush=True)
+        report_failures(api, run, state)
+        return 0
+    if args.action == "run":
+        wait(api, run, state, args.poll)
+    else:
+        poll(api, run, state)
+    return finish(api, run, state)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `kaggle` subcommand."""
+    p = subparsers.add_parser(
+        "kaggle",
+        help="retrain the original bundles on Kaggle GPUs and judge them",
+        description="Retrain the original bundles as Kaggle GPU kernels, pull them back, "
+        "check every file against its manifest and verify them with the rerun tier.",
+    )
+    p.add_argument("action", choices=ACTIONS, help="run = build, push, wait, pull, check and verify")
+    p.add_argument("--run", type=Path, help="the run folder (default: a new runs/<time>-kaggle, or the latest one)")
+    p.add_argument("--seeds", type=_int_list, default=[0], help="comma-separated seeds, one kernel each (default 0)")
+    p.add_argument("--bundles", help="comma-separated kernel definitions in kaggle/ (default: all)")
+    p.add_argument("--preset", choices=PRESET_NAMES, default="paper", help="training preset inside the kernel")
+    p.add_argument("--accelerator", help=f"Kaggle machine shape (default {DEFAULT_ACCELERATOR}, the T4 x2 machine)")
+    p.add_argument(
+        "--timeout",
+        type=_positive_int,
+        help="seconds a kernel may run (default 6 h); `run` waits that long per round of --concurrency kernels",
+    )
+    p.add_argument("--concurrency", type=_positive_int, help="kernels running at once (default 2)")
+    p.add_argument("--poll", type=float, default=30.0, help="first polling interval in seconds; it backs off to 10x")
+    p.add_argument("--username", help="Kaggle user name for the kernel ids (default: from the credentials)")
+    p.set_defaults(func=main)

@@ -1,0 +1,233 @@
+"""A fake Kaggle API server on 127.0.0.1 for driving the real `kaggle` client in tests.
+
+It answers the kagglesdk RPCs the backend uses (`POST /api/v1/<service>/<Rpc>` with a JSON
+body) and serves each output file from the URL its listing gives. Requests may arrive either
+directly or through `http_proxy` (then the request line carries an absolute URL); both work.
+Each kernel walks through a scripted list of states, one per status poll, and can be told
+to fail its push, end in ERROR, or serve arbitrary output bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+import numpy as np
+
+from attngeom.bundles import KERNEL_VARIANTS, RUN_JSON, STRICT_MASK, write_attn_npz, write_geom_npz
+from attngeom.kaggle_kernel import OUTPUT_DIR
+
+RPC_PREFIX = "/api/v1/"
+PROXY_VARS = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+
+
+@dataclass
+class FakeKernel:
+    """What the server knows about one kernel (`owner/slug`)."""
+
+    states: list[str] = field(default_factory=lambda: ["QUEUED", "RUNNING", "COMPLETE"])
+    failure_message: str | None = None
+    log: str = ""
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    pushes: list[dict] = field(default_factory=list)
+    polls: int = 0
+
+
+class FakeKaggle:
+    """The server and its state; use as a context manager."""
+
+    def __init__(self, username: str = "reviewer", key: str = "secret-key") -> None:
+        self.username, self.key = username, key
+        self.kernels: dict[str, FakeKernel] = {}
+        self.push_error: str | None = None
+        self.on_push = None  # optional callable(slug, request_json) run at push time
+        self.gpu_hours_left = 30.0
+        self.requests: list[tuple[str, str]] = []  # (client host, request target as sent: a path, or a URL via a proxy)
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+
+    def __enter__(self) -> FakeKaggle:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def kernel(self, slug: str) -> FakeKernel:
+        """The kernel `owner/slug`, created with default behaviour on first use."""
+        with self._lock:
+            return self.kernels.setdefault(slug, FakeKernel())
+
+    # --- RPC handlers: request JSON in, (HTTP status, response JSON) out ---
+
+    def save_kernel(self, body: dict) -> tuple[int, dict]:
+        if self.push_error:
+            return 200, {"error": self.push_error}
+        slug = body.get("slug", "")
+        kernel = self.kernel(slug)
+        kernel.pushes.append(body)
+        kernel.polls = 0
+        if self.on_push is not None:
+            self.on_push(slug, body)
+        return 200, {"ref": f"/code/{slug}", "url": f"{self.url}/code/{slug}", "versionNumber": len(kernel.pushes)}
+
+    def get_kernel_session_status(self, body: dict) -> tuple[int, dict]:
+        slug = f"{body.get('userName')}/{body.get('kernelSlug')}"
+        if slug not in self.kernels:
+            return 404, {"code": 404, "message": f"Kernel {slug} not found"}
+        kernel = self.kernels[slug]
+        state = kernel.states[min(kernel.polls, len(kernel.states) - 1)]
+        kernel.polls += 1
+        reply = {"status": state}
+        if state == "ERROR" and kernel.failure_message:
+            reply["failureMessage"] = kernel.failure_message
+        return 200, reply
+
+    def list_kernel_session_output(self, body: dict) -> tuple[int, dict]:
+        slug = f"{body.get('userName')}/{body.get('kernelSlug')}"
+        if slug not in self.kernels:
+            return 404, {"code": 404, "message": f"Kernel {slug} not found"}
+        kernel = self.kernels[slug]
+        names = sorted(kernel.outputs)
+        start = int(body.get("pageToken") or 0)
+        size = int(body.get("pageSize") or 20)
+        page = names[start : start + size]
+        files = [{"fileName": n, "url": f"{self.url}/files/{quote(slug, safe='')}/{quote(n)}"} for n in page]
+        reply: dict = {"files": files, "log": kernel.log}
+        if start + size < len(names):
+            reply["nextPageToken"] = str(start + size)
+        return 200, reply
+
+    def get_accelerator_quota_statistics(self, body: dict) -> tuple[int, dict]:
+        return 200, {
+            "quotaRefreshTime": "2030-01-01T00:00:00.000Z",
+            "gpuQuota": {"timeUsed": f"{int((30 - self.gpu_hours_left) * 3600)}s", "totalTimeAllowed": "108000s"},
+        }
+
+    def download(self, slug: str, name: str) -> bytes | None:
+        kernel = self.kernels.get(slug)
+        return None if kernel is None else kernel.outputs.get(name)
+
+
+def point_client_at(fake: FakeKaggle, monkeypatch, home: Path) -> None:
+    """Route the real client to `fake` in this process, with its credentials and a private home."""
+    from kagglesdk import kaggle_env
+
+    monkeypatch.setitem(kaggle_env._env_to_endpoint, kaggle_env.KaggleEnv.LOCAL, fake.url)
+    for var in ("KAGGLE_API_TOKEN", *PROXY_VARS):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("KAGGLE_API_ENVIRONMENT", "LOCALHOST")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("KAGGLE_CONFIG_DIR", str(home / ".kaggle"))
+    monkeypatch.setenv("KAGGLE_USERNAME", fake.username)
+    monkeypatch.setenv("KAGGLE_KEY", fake.key)
+
+
+RPCS = {
+    "kernels.KernelsApiService/SaveKernel": FakeKaggle.save_kernel,
+    "kernels.KernelsApiService/GetKernelSessionStatus": FakeKaggle.get_kernel_session_status,
+    "kernels.KernelsApiService/ListKernelSessionOutput": FakeKaggle.list_kernel_session_output,
+    "kernels.KernelsApiService/GetAcceleratorQuotaStatistics": FakeKaggle.get_accelerator_quota_statistics,
+}
+
+
+def _handler(fake: FakeKaggle) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:  # keep pytest output clean
+            pass
+
+        def _reply(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def _authorised(self) -> bool:
+            want = base64.b64encode(f"{fake.username}:{fake.key}".encode()).decode()
+            return self.headers.get("Authorization", "") == f"Basic {want}"
+
+        def do_POST(self) -> None:
+            path = urlsplit(self.path).path
+            fake.requests.append((self.client_address[0], self.path))
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            rpc = RPCS.get(path[len(RPC_PREFIX) :]) if path.startswith(RPC_PREFIX) else None
+            if rpc is None:
+                status, reply = 404, {"code": 404, "message": f"no such RPC {path}"}
+            elif not self._authorised():
+                status, reply = 401, {"code": 401, "message": "Unauthenticated"}
+            else:
+                status, reply = rpc(fake, body)
+            self._reply(status, json.dumps(reply).encode())
+
+        def do_GET(self) -> None:
+            path = urlsplit(self.path).path
+            fake.requests.append((self.client_address[0], self.path))
+            parts = path.split("/", 3)
+            data = (
+                fake.download(unquote(parts[2]), unquote(parts[3])) if len(parts) == 4 and parts[1] == "files" else None
+            )
+            if data is None:
+                self._reply(404, b"not found", "text/plain")
+            else:
+                self._reply(200, data, "application/octet-stream")
+
+    return Handler
+
+
+def synthetic_output(
+    bundle: str, variants: tuple[str, ...], seed: int, corrupt: str | None = None, salt: int = 0
+) -> dict[str, bytes]:
+    """A kernel's output made up for a test: a bundle in the original format plus its manifest.
+
+    The maps are random causal attention rows (layer x head x 128 x 128, float16); `corrupt`
+    names a file whose bytes change after the manifest was written.
+    """
+    L, H, T, D = 6, 4, 128, 48
+    rng = np.random.default_rng([seed, salt, len(variants)])
+    tokens_T = rng.integers(0, 65, T).astype(np.int32)
+    runs, files = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for variant in variants:
+            keep_TT = np.tril(np.ones((T, T), bool), k=-1 if STRICT_MASK[variant] else 0)
+            maps = {}
+            for step in (0, 1200, 6000, 11999):
+                w_LHTT = rng.random((L, H, T, T)) * keep_TT
+                maps[step] = w_LHTT / np.maximum(w_LHTT.sum(-1, keepdims=True), 1e-9)
+            write_attn_npz(folder / f"attn_{variant}_s{seed}.npz", tokens_T, maps)
+            q_LHTD, k_LHTD = rng.normal(size=(2, L, H, T, D))
+            write_geom_npz(folder / f"geom_{variant}_s{seed}.npz", tokens_T, q_LHTD, k_LHTD, maps[11999])
+            run = {
+                "variant": variant,
+                "seed": seed,
+                "best_val": 1.5,
+                "bpc": 1.5 / np.log(2),
+                "curve": [{"step": 500, "val": 1.5}],
+                "score_max": 1.0,
+                "telemetry_prompt": "synthetic",
+            }
+            if variant in KERNEL_VARIANTS:
+                run["b_learned"] = run["eps_learned"] = np.full((L, H), 0.5).tolist()
+            runs.append(run)
+        (folder / RUN_JSON).write_text(json.dumps({"summary": {}, "runs": runs, "cfg": {"STEPS": 12000}}))
+        for path in sorted(folder.iterdir()):
+            files[f"{bundle}/{path.name}"] = path.read_bytes()
+    manifest = {"completed": True, "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}}
+    outputs = {f"{OUTPUT_DIR}/{name}": data for name, data in files.items()}
+    outputs[f"{OUTPUT_DIR}/manifest.json"] = json.dumps(manifest).encode()
+    if corrupt is not None:
+        name = f"{OUTPUT_DIR}/{bundle}/{corrupt}"
+        outputs[name] = outputs[name][:-1] + bytes([outputs[name][-1] ^ 1])
+    return outputs

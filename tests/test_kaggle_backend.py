@@ -1,0 +1,299 @@
+"""The Kaggle backend driven end to end: the real `kaggle` client against a fake server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_kaggle import PROXY_VARS, FakeKaggle, point_client_at, synthetic_output
+
+from attngeom import kaggle_backend
+from attngeom.errors import InputError
+from attngeom.kaggle_kernel import OUTPUT_DIR
+from attngeom.runs import require_complete
+
+REPO = Path(__file__).resolve().parents[1]
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+@pytest.fixture(autouse=True)
+def loopback_only(monkeypatch):
+    """Any connection to a host other than this machine fails the test."""
+    connect = socket.socket.connect
+
+    def guarded(sock, address):
+        if isinstance(address, tuple):
+            assert address[0] in LOOPBACK, f"connection to {address} leaves the machine"
+        return connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    """A fake Kaggle, the client pointed at it, valid credentials, and a scratch working folder."""
+    with FakeKaggle() as server:
+        point_client_at(server, monkeypatch, tmp_path / "home")
+        monkeypatch.chdir(tmp_path)
+        yield server
+
+
+def kaggle(*argv: str) -> tuple[int, str]:
+    """Run `kaggle ...` in process: (exit status, the error line or '')."""
+    parser = argparse.ArgumentParser()
+    kaggle_backend.register(parser.add_subparsers())
+    args = parser.parse_args(["kaggle", *argv])
+    try:
+        return args.func(args), ""
+    except InputError as exc:
+        return 2, str(exc)
+
+
+def serve_synthetic(fake: FakeKaggle, corrupt: str | None = None) -> None:
+    """Each pushed kernel 'produces' a synthetic bundle for its variants and seed."""
+
+    def produce(slug: str, request: dict) -> None:
+        name, seed = slug.split("/")[1].rsplit("-s", 1)
+        variants = kaggle_backend.definitions()[name].variants
+        fake.kernel(slug).outputs = synthetic_output(name, variants, int(seed), corrupt=corrupt)
+        fake.kernel(slug).log = f"training {name}\nattngeom kernel: {name} seed {seed} done\n"
+
+    fake.on_push = produce
+
+
+def test_run_pushes_polls_pulls_and_judges(fake, monkeypatch, capsys):
+    serve_synthetic(fake)
+    judged = {}
+
+    def judge(run, state):
+        judged.update(run=run, state=state)
+        return 0
+
+    monkeypatch.setattr(kaggle_backend, "judge", judge)
+    status, error = kaggle("run", "--run", "r", "--poll", "0.001", "--seeds", "0,1")
+    assert (status, error) == (0, "")
+    out = capsys.readouterr().out
+    for state in ("QUEUED", "RUNNING", "COMPLETE"):
+        assert f"attngeom-qk-s0 {state}" in out
+    assert set(fake.kernels) == {f"reviewer/attngeom-{b}-s{s}" for b in ("qk", "goat") for s in (0, 1)}
+    request = fake.kernels["reviewer/attngeom-qk-s0"].pushes[0]
+    assert request["enableGpu"] and request["enableInternet"] and request["isPrivate"]
+    assert request["machineShape"] == "NvidiaTeslaT4" and request["sessionTimeoutSeconds"] == 6 * 3600
+    state = json.loads((judged["run"] / kaggle_backend.STATE_FILE).read_text())
+    assert [k["state"] for k in state["kernels"]] == ["PULLED"] * 4
+    for k in state["kernels"]:
+        root = judged["run"] / "outputs" / f"{k['bundle']}-s{k['seed']}" / OUTPUT_DIR
+        assert require_complete(root)["completed"]
+    assert all(host == "127.0.0.1" and target.startswith(("/api/v1/", "/files/")) for host, target in fake.requests)
+
+
+def test_concurrency_limit_holds_back_pushes(fake, monkeypatch):
+    serve_synthetic(fake)
+    monkeypatch.setattr(kaggle_backend, "judge", lambda run, state: 0)
+    synthetic, waiting_at_push = fake.on_push, []
+
+    def push_and_count(slug, request):
+        synthetic(slug, request)
+        # pushed and not yet reported COMPLETE to the client (the new one included)
+        waiting_at_push.append(sum(bool(k.pushes) and k.polls < len(k.states) for k in fake.kernels.values()))
+
+    fake.on_push = push_and_count
+    assert kaggle("run", "--run", "r", "--poll", "0.001", "--seeds", "0,1,2", "--concurrency", "2") == (0, "")
+    assert len(waiting_at_push) == 6 and max(waiting_at_push) == 2
+
+
+def test_status_and_pull_resume_from_the_state_file(fake, monkeypatch, tmp_path):
+    serve_synthetic(fake)
+    monkeypatch.setattr(kaggle_backend, "judge", lambda run, state: 0)
+    assert kaggle("build", "--run", "r", "--bundles", "attngeom-goat") == (0, "")
+    assert kaggle("push", "--run", "r") == (0, "")
+    # Each call knows only what the state file says, as a new shell or a restart after a crash would.
+    status, error = kaggle("pull", "--run", "r")  # the kernel is still QUEUED
+    assert status == 2 and "not finished yet" in error
+    assert kaggle("status", "--run", "r") == (0, "")  # RUNNING
+    assert kaggle("pull", "--run", "r") == (0, "")  # COMPLETE: pulled, checked, judged
+    pulled = tmp_path / "r" / "outputs" / "attngeom-goat-s0"
+    first = {p: p.read_bytes() for p in pulled.rglob("*") if p.is_file()}
+    # The server now serves other (valid) bytes; pulling again keeps the good bundle as it was.
+    fake.kernel("reviewer/attngeom-goat-s0").outputs = synthetic_output("attngeom-goat", ("goat_v",), 0, salt=1)
+    assert kaggle("pull", "--run", "r") == (0, "")
+    assert {p: p.read_bytes() for p in pulled.rglob("*") if p.is_file()} == first
+    # A damaged local copy is set aside (not deleted) and replaced by a fresh, checked download.
+    json_path = pulled / OUTPUT_DIR / "attngeom-goat" / "yat_attention.json"
+    json_path.write_text("damaged")
+    assert kaggle("pull", "--run", "r") == (0, "")
+    assert require_complete(pulled / OUTPUT_DIR)["completed"]
+    assert json_path.read_text() != "damaged"
+    (rejected,) = (tmp_path / "r" / "rejected").iterdir()
+    assert (rejected / OUTPUT_DIR / "attngeom-goat" / "yat_attention.json").read_text() == "damaged"
+
+
+def test_latest_run_is_the_default(fake):
+    assert kaggle("build", "--bundles", "attngeom-goat") == (0, "")
+    assert kaggle("status") == (0, "")
+    (run,) = kaggle_backend.RUNS_DIR.glob("*-kaggle")
+    assert json.loads((run / kaggle_backend.STATE_FILE).read_text())["kernels"][0]["state"] == "BUILT"
+
+
+def test_push_error_in_the_reply_fails_and_keeps_the_build(fake, tmp_path):
+    fake.push_error = "Phone verification is required to use accelerators."
+    status, error = kaggle("run", "--run", "r", "--poll", "0.001")
+    assert status == 2
+    assert "Phone verification is required" in error and "phone-verified" in error
+    state = json.loads((tmp_path / "r" / kaggle_backend.STATE_FILE).read_text())
+    assert {k["state"] for k in state["kernels"]} == {"BUILT"}
+
+
+def test_no_gpu_quota_is_refused_before_pushing(fake):
+    fake.gpu_hours_left = 0
+    status, error = kaggle("run", "--run", "r", "--poll", "0.001")
+    assert status == 2 and "no GPU quota left" in error
+    assert not fake.kernels
+
+
+def test_kernel_in_error_shows_failure_message_and_log(fake, monkeypatch, tmp_path):
+    fake.kernel("reviewer/attngeom-goat-s0").states = ["QUEUED", "RUNNING", "ERROR"]
+    fake.kernel(
+        "reviewer/attngeom-goat-s0"
+    ).failure_message = "Your notebook tried to allocate more memory than is available."
+    events = [
+        {"stream_name": "stderr", "time": 1.0 + i, "data": line + "\n"}
+        for i, line in enumerate(["step 100", "Traceback (most recent call last):", "MemoryError"])
+    ]
+    fake.kernel("reviewer/attngeom-goat-s0").log = json.dumps(events)  # Kaggle's log format
+    status, error = kaggle("run", "--run", "r", "--poll", "0.001", "--bundles", "attngeom-goat")
+    assert status == 2
+    assert "ended in ERROR" in error and "allocate more memory" in error and "MemoryError" in error
+    assert (tmp_path / "r" / "logs" / "attngeom-goat-s0.log").read_text().splitlines()[-1] == "MemoryError"
+    # Once the cause is fixed, continuing the run pushes the failed kernel again.
+    serve_synthetic(fake)
+    fake.kernel("reviewer/attngeom-goat-s0").states = ["RUNNING", "COMPLETE"]
+    monkeypatch.setattr(kaggle_backend, "judge", lambda run, state: 0)
+    assert kaggle("run", "--run", "r", "--poll", "0.001") == (0, "")
+    assert len(fake.kernels["reviewer/attngeom-goat-s0"].pushes) == 2
+
+
+def test_output_whose_sha256_mismatches_the_manifest_is_rejected(fake, tmp_path):
+    serve_synthetic(fake, corrupt="geom_goat_v_s0.npz")
+    status, error = kaggle("run", "--run", "r", "--poll", "0.001", "--bundles", "attngeom-goat")
+    assert status == 2 and "geom_goat_v_s0.npz: changed since the run finished (sha256 differs" in error
+    assert not (tmp_path / "r" / "outputs" / "attngeom-goat-s0").exists()
+    assert (tmp_path / "r" / ".incoming" / "attngeom-goat-s0").is_dir()  # kept for inspection
+
+
+def test_missing_output_file_is_named(fake):
+    serve_synthetic(fake)
+    produce = fake.on_push
+    fake.on_push = lambda slug, req: (
+        produce(slug, req),
+        fake.kernel(slug).outputs.pop(f"{OUTPUT_DIR}/attngeom-goat/attn_goat_v_s0.npz"),
+    )
+    status, error = kaggle("run", "--run", "r", "--poll", "0.001", "--bundles", "attngeom-goat")
+    assert status == 2 and "attn_goat_v_s0.npz: listed in the run manifest but missing" in error
+
+
+def test_timeout_leaves_state_for_later(fake, tmp_path):
+    fake.kernel("reviewer/attngeom-goat-s0").states = ["QUEUED", "RUNNING"]
+    status, error = kaggle("run", "--run", "r", "--poll", "0.001", "--timeout", "1", "--bundles", "attngeom-goat")
+    assert status == 2 and "timed out" in error and "kaggle pull --run r" in error
+    assert kaggle("status", "--run", "r") == (0, "")
+    state = json.loads((tmp_path / "r" / kaggle_backend.STATE_FILE).read_text())
+    assert state["kernels"][0]["state"] == "RUNNING"
+
+
+def test_credentials_absent(fake, monkeypatch, tmp_path):
+    monkeypatch.delenv("KAGGLE_USERNAME")
+    monkeypatch.delenv("KAGGLE_KEY")
+    status, error = kaggle("run", "--run", "r")
+    assert status == 2 and "no usable Kaggle credentials" in error and "kaggle.json" in error
+    assert not fake.requests and not (tmp_path / "r" / kaggle_backend.STATE_FILE).exists()
+    # Building needs no account when the user name is given; pushing does.
+    assert kaggle("build", "--run", "b", "--username", "someone") == (0, "")
+    assert (tmp_path / "b" / "kernels" / "attngeom-qk-s0" / "kernel-metadata.json").is_file()
+    status, error = kaggle("push", "--run", "b")
+    assert status == 2 and "no usable Kaggle credentials" in error
+
+
+def test_wrong_credentials(fake, monkeypatch):
+    monkeypatch.setenv("KAGGLE_KEY", "wrong")
+    status, error = kaggle("run", "--run", "r")
+    assert status == 2 and "refused the credentials (HTTP 401)" in error
+
+
+def test_command_line_through_a_proxy_to_the_default_endpoint(fake, tmp_path):
+    """A fresh process, the client's own endpoint choice (http://localhost) and http_proxy to the fake."""
+    serve_synthetic(fake)
+    env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS}
+    env.update(http_proxy=fake.url, no_proxy="", PYTHONPATH=str(REPO / "src"))
+    cmd = [
+        sys.executable,
+        "-m",
+        "attngeom",
+        "kaggle",
+        "run",
+        "--run",
+        "r",
+        "--poll",
+        "0.01",
+        "--bundles",
+        "attngeom-goat",
+    ]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: synthetic maps miss the claims
+    assert "Traceback" not in done.stderr
+    assert (tmp_path / "r" / "report" / "REPORT.md").is_file()
+    assert json.loads((tmp_path / "r" / "report" / "report.json").read_text())["tier"] == "rerun"
+    targets = [target for _, target in fake.requests]
+    assert "http://localhost/api/v1/kernels.KernelsApiService/SaveKernel" in targets
+    assert all(t.startswith(("http://localhost/api/v1/", f"{fake.url}/files/")) for t in targets)
+
+    fake.push_error = "Your account is not allowed to use accelerators."
+    done = subprocess.run(cmd[:6] + ["r2"] + cmd[7:], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.startswith("error: push reviewer/attngeom-goat-s0: Kaggle refused it")
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_missing_six_is_explained(tmp_path):
+    """kaggle imports `six` without declaring it: without it, say so instead of a traceback."""
+    code = (
+        "import sys; sys.modules['six'] = None; from attngeom.cli import main; "
+        "sys.exit(main(['kaggle', 'status', '--run', 'x']))"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"), HOME=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.returncode == 2 and "cannot import the kaggle client" in done.stderr and "six" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_run_end_to_end_with_the_real_kernel_script(fake, tmp_path):
+    """The fake runs each pushed script as Kaggle would (smoke preset) and serves its real output."""
+
+    def execute(slug: str, request: dict) -> None:
+        working = tmp_path / "kaggle" / slug.split("/")[1] / "working"
+        working.mkdir(parents=True)
+        script = working.parent / "script.py"
+        script.write_text(request["text"])
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env["ATTNGEOM_KERNEL_PYTHON"] = sys.executable  # this checkout's environment already has the lock
+        done = subprocess.run([sys.executable, str(script)], cwd=working, env=env, capture_output=True, text=True)
+        kernel = fake.kernel(slug)
+        kernel.log = done.stdout + done.stderr
+        if done.returncode != 0:
+            kernel.states, kernel.failure_message = ["RUNNING", "ERROR"], f"exit status {done.returncode}"
+        kernel.outputs = {p.relative_to(working).as_posix(): p.read_bytes() for p in working.rglob("*") if p.is_file()}
+
+    fake.on_push = execute
+    status, error = kaggle("run", "--run", "r", "--poll", "0.01", "--preset", "smoke", "--bundles", "attngeom-goat")
+    assert status in (0, 1), error  # 0 or 1 is the verdict on the smoke-trained bundle
+    assert require_complete(tmp_path / "r" / "outputs" / "attngeom-goat-s0" / OUTPUT_DIR)["completed"]
+    report = json.loads((tmp_path / "r" / "report" / "report.json").read_text())
+    assert report["tier"] == "rerun" and report["summary"]["verdict"] == ("PASS" if status == 0 else "FAIL")
