@@ -17,13 +17,21 @@ lock="${ATTNGEOM_LOCK:-$here/requirements.lock}"
 
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
 
+python_in() {  # python_in CMD LOWEST: CMD runs and is a Python from LOWEST to 3.12
+  command -v "$1" >/dev/null 2>&1 && "$1" -c "import sys; sys.exit(not ($2 <= sys.version_info[:2] <= (3, 12)))" 2>/dev/null
+}
+
 pick_python() {
-  local cand
-  for cand in ${ATTNGEOM_PYTHON:-} python3 python3.12 python3.11 python3.10; do
-    command -v "$cand" >/dev/null 2>&1 || continue
-    if "$cand" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 12)))' 2>/dev/null; then
-      echo "$cand"; return 0
-    fi
+  # Python 3.11 or 3.12 runs everything; 3.10 runs the verification only (jax 0.10.2 needs 3.11).
+  if [ -n "${ATTNGEOM_PYTHON:-}" ]; then
+    python_in "$ATTNGEOM_PYTHON" "(3, 10)" && echo "$ATTNGEOM_PYTHON"
+    return
+  fi
+  local lowest cand
+  for lowest in "(3, 11)" "(3, 10)"; do
+    for cand in python3 python3.12 python3.11 python3.10; do
+      python_in "$cand" "$lowest" && { echo "$cand"; return 0; }
+    done
   done
   return 1
 }

@@ -13,6 +13,7 @@ import pytest
 
 from attngeom import cli, rerun, runs, train
 from attngeom.bundles import RUN_JSON, load_models
+from attngeom.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -120,3 +121,13 @@ def test_run_json_summarises_every_seed():
     assert doc["summary"]["yat_b"]["best_val_mean"] == 1.5 and doc["summary"]["yat_b"]["best_val_std"] == 0.5
     assert [list(r)[:6] for r in doc["runs"]][0] == ["variant", "seed", "best_val", "bpc", "curve", "score_max"]
     assert doc["runs"][1]["b_learned"] == [[1.0, 1.0]]
+
+
+def test_training_without_jax_is_one_clear_error(monkeypatch):
+    """Python 3.10 environments verify but cannot train: say so, no traceback."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else real(name, *a))
+    with pytest.raises(InputError, match="Python 3.11 or 3.12"):
+        rerun.deterministic_device()

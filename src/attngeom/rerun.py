@@ -9,6 +9,7 @@ writes the report into `<run>/report`. The exit status is verify's.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from dataclasses import asdict
@@ -26,6 +27,11 @@ DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
 
 def deterministic_device() -> None:
     """Before the first computation: deterministic GPU kernels, one GPU, full-precision matmuls."""
+    if importlib.util.find_spec("jax") is None:
+        raise InputError(
+            f"training needs jax, which this environment lacks (Python {sys.version.split()[0]}); "
+            "jax 0.10.2 needs Python 3.11 or 3.12: delete .venv and run again with ATTNGEOM_PYTHON=python3.12"
+        )
     flags = os.environ.get("XLA_FLAGS", "").split()
     os.environ["XLA_FLAGS"] = " ".join(flags + [f for f in DETERMINISTIC_XLA_FLAGS if f not in flags])
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
