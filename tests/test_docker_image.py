@@ -39,6 +39,8 @@ def ca_bundle() -> Path | None:
 def image():
     base = os.environ.get("ATTNGEOM_DOCKER_BASE")
     if not base:
+        if os.environ.get("CI"):
+            pytest.fail("no ATTNGEOM_DOCKER_BASE in CI: .ci/run must source .ci/docker.sh")
         pytest.skip("no ATTNGEOM_DOCKER_BASE: `. .ci/docker.sh` prepares a Docker engine and the base image")
     name = f"attngeom-test:{os.getpid()}"
     argv = ["docker", "build", "--image", name, "--base", base]
