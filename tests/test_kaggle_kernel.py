@@ -16,7 +16,7 @@ from fake_kaggle import FakeKaggle, point_client_at
 
 from attngeom.bundles import VARIANTS, load_models
 from attngeom.errors import InputError
-from attngeom.kaggle_backend import connect
+from attngeom.kaggle_client import connect
 from attngeom.kaggle_kernel import (
     CODE_FILE,
     GPU_LOCK,

@@ -6,22 +6,15 @@ output into the run folder, checks each file's sha256 against the manifest the k
 and judges the seed-0 bundles with the rerun tier of `verify`. Everything the later steps need
 is recorded in `<run>/kaggle-state.json` as it happens, so `status` and `pull` resume from
 another shell or after a crash. A pulled bundle is only ever added, never overwritten.
-
-The client's traps are handled here: `import kaggle` authenticates at import time and calls
-`exit(1)` when it finds no credentials; it imports `six` without declaring it; a push whose
-reply carries an error still "succeeds", so the reply is checked; accounts without phone
-verification or without GPU quota get no GPU.
+Every call to Kaggle goes through `kaggle_client`.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
 import os
 import shutil
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,11 +22,21 @@ from typing import TYPE_CHECKING
 
 from attngeom.bundles import VARIANTS
 from attngeom.errors import InputError
+from attngeom.kaggle_client import (
+    MAX_LISTED_OUTPUTS,
+    check_gpu_quota,
+    connect,
+    download_output,
+    kernel_log,
+    kernel_status,
+    push_kernel,
+    username_of,
+)
 from attngeom.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
 from attngeom.rerun import PRESET_NAMES
 from attngeom.runs import RUNS_DIR, new_run_dir, require_complete, write_json_atomic
 
-if TYPE_CHECKING:  # importing the client authenticates; only `connect` does it, on demand
+if TYPE_CHECKING:  # importing the client authenticates; only `kaggle_client.connect` does it, on demand
     from kaggle.api.kaggle_api_extended import KaggleApi
 
 ACTIONS = ("build", "push", "status", "pull", "run")
@@ -42,82 +45,6 @@ DEFAULT_TIMEOUT = 6 * 3600
 STATE_FILE = "kaggle-state.json"
 WAITING = ("PUSHED", "QUEUED", "RUNNING", "NEW_SCRIPT", "CANCEL_REQUESTED")
 FAILED = ("ERROR", "CANCEL_ACKNOWLEDGED")
-CREDENTIALS_HELP = (
-    "create an API token at https://www.kaggle.com/settings/api and save it as ~/.kaggle/kaggle.json "
-    "(chmod 600), or export KAGGLE_USERNAME and KAGGLE_KEY, or KAGGLE_API_TOKEN"
-)
-GPU_HELP = (
-    "Kaggle gives GPUs only to phone-verified accounts with weekly GPU quota left: verify your phone at "
-    "https://www.kaggle.com/settings and check the quota with `kaggle quota`"
-)
-
-
-# --- the client -------------------------------------------------------------------------------
-
-
-def connect() -> KaggleApi:
-    """An authenticated `KaggleApi`, or an InputError that says how to get one."""
-    quiet = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-            from kaggle.api.kaggle_api_extended import KaggleApi  # authenticates at import time
-    except ImportError as exc:
-        raise InputError(
-            f"cannot import the kaggle client ({exc}); it also needs `six`, which it does not declare: "
-            "rebuild the environment from requirements.lock (delete .venv and rerun ./reproduce.sh)"
-        ) from exc
-    api = KaggleApi()
-    # The class reads these when first imported; read them again so they follow the environment now.
-    api.args = ["--local"] if os.environ.get("KAGGLE_API_ENVIRONMENT") == "LOCALHOST" else []
-    if os.environ.get("KAGGLE_CONFIG_DIR"):
-        api.config_dir = os.environ["KAGGLE_CONFIG_DIR"]
-        api.config = os.path.join(api.config_dir, api.config_file)
-    try:
-        with contextlib.redirect_stdout(quiet):
-            api.authenticate()
-    except SystemExit:
-        raise InputError(f"no usable Kaggle credentials: {CREDENTIALS_HELP}") from None
-    except Exception as exc:  # the token check is a network call
-        raise InputError(f"could not check the Kaggle credentials ({type(exc).__name__}: {exc}); retry") from exc
-    return api
-
-
-def call(what: str, fn, *args, **kwargs):
-    """Run one client call; every failure becomes a one-line InputError about `what`."""
-    import requests
-
-    try:
-        return fn(*args, **kwargs)
-    except requests.HTTPError as exc:
-        code = exc.response.status_code if exc.response is not None else "?"
-        if code in (401, 403):
-            raise InputError(f"{what}: Kaggle refused the credentials (HTTP {code}); {CREDENTIALS_HELP}") from exc
-        raise InputError(f"{what}: Kaggle answered HTTP {code} ({exc}); retry later") from exc
-    except requests.RequestException as exc:
-        raise InputError(f"{what}: cannot reach Kaggle ({type(exc).__name__}); check the connection and retry") from exc
-    except ValueError as exc:  # the client's own checks, and its reading of 401/403 replies
-        raise InputError(f"{what}: {exc}") from exc
-
-
-def username_of(api: KaggleApi) -> str:
-    """The Kaggle user the credentials belong to."""
-    return api.config_values.get(api.CONFIG_NAME_USER) or ""
-
-
-def check_gpu_quota(api: KaggleApi) -> None:
-    """Refuse to push when the account has no GPU time left (or none at all: no phone verification)."""
-    try:
-        reply = api.quota_view()
-    except Exception as exc:  # advisory only: the push reply has the last word
-        print(f"warning: could not read the GPU quota ({type(exc).__name__}); pushing anyway", file=sys.stderr)
-        return
-    quota = reply.gpu_quota
-    if quota is None or quota.total_time_allowed is None:
-        return
-    used = quota.time_used.total_seconds() if quota.time_used is not None else 0.0
-    if quota.total_time_allowed.total_seconds() - used <= 0:
-        refresh = reply.quota_refresh_time
-        raise InputError(f"no GPU quota left ({quota.total_time_allowed} a week, next refresh {refresh}); {GPU_HELP}")
 
 
 # --- the run folder ---------------------------------------------------------------------------
@@ -187,20 +114,10 @@ def push(api: KaggleApi, run: Path, state: dict) -> None:
         return
     check_gpu_quota(api)
     for kernel in todo[:room]:
-        reply = call(
-            f"push {kernel['id']}",
-            api.kernels_push,
-            str(run / kernel["folder"]),
-            str(state["timeout"]),
-            state["accelerator"],
-        )
-        if reply is None or reply.error:  # the client prints such errors and carries on; we stop
-            error = "no reply" if reply is None else reply.error
-            hint = f"; {GPU_HELP}" if any(w in error.lower() for w in ("phone", "gpu", "accelerator", "quota")) else ""
-            raise InputError(f"push {kernel['id']}: Kaggle refused it: {error}{hint}")
-        kernel.update(state="PUSHED", pushed=time.time(), version=reply.version_number, url=reply.url)
+        version, url = push_kernel(api, kernel["id"], run / kernel["folder"], state["timeout"], state["accelerator"])
+        kernel.update(state="PUSHED", pushed=time.time(), version=version, url=url)
         save_state(run, state)
-        print(f"pushed {kernel['id']} (version {reply.version_number}): {reply.url}", flush=True)
+        print(f"pushed {kernel['id']} (version {version}): {url}", flush=True)
 
 
 def poll(api: KaggleApi, run: Path, state: dict) -> None:
@@ -208,10 +125,9 @@ def poll(api: KaggleApi, run: Path, state: dict) -> None:
     for kernel in state["kernels"]:
         if kernel["state"] not in WAITING:
             continue
-        reply = call(f"status of {kernel['id']}", api.kernels_status, kernel["id"])
-        kernel["state"] = reply.status.name
-        if reply.failure_message:
-            kernel["message"] = reply.failure_message
+        kernel["state"], message = kernel_status(api, kernel["id"])
+        if message:
+            kernel["message"] = message
         if kernel["state"] not in WAITING:
             kernel["finished"] = time.time()
     save_state(run, state)
@@ -228,17 +144,6 @@ def progress_line(state: dict, now: float) -> str:
     return " | ".join(parts)
 
 
-def log_text(raw: str) -> str:
-    """A kernel log as plain text: Kaggle serves it as a JSON list of {stream_name, time, data} events."""
-    try:
-        events = json.loads(raw)
-    except ValueError:
-        return raw
-    if not isinstance(events, list):
-        return raw
-    return "".join(str(e.get("data", "")) for e in events if isinstance(e, dict))
-
-
 def report_failures(api: KaggleApi, run: Path, state: dict) -> None:
     """Raise one InputError naming each failed kernel, its failure message and its log's tail."""
     failed = [k for k in state["kernels"] if k["state"] in FAILED]
@@ -246,7 +151,7 @@ def report_failures(api: KaggleApi, run: Path, state: dict) -> None:
         return
     lines = []
     for kernel in failed:
-        log = log_text(call(f"log of {kernel['id']}", api.kernels_logs, kernel["id"]))
+        log = kernel_log(api, kernel["id"])
         log_path = run / "logs" / f"{kernel['bundle']}-s{kernel['seed']}.log"
         log_path.parent.mkdir(exist_ok=True)
         log_path.write_text(log, encoding="utf-8")
@@ -273,19 +178,11 @@ def pull_one(api: KaggleApi, run: Path, kernel: dict) -> Path:
             os.replace(dest, run / "rejected" / f"{dest.name}-{int(time.time())}")
     incoming = run / ".incoming" / dest.name
     shutil.rmtree(incoming, ignore_errors=True)  # only ever an earlier download that failed its check
-    listed, _ = call(
-        f"outputs of {kernel['id']}",
-        api.kernels_output,
-        kernel["id"],
-        str(incoming),
-        force=True,
-        quiet=True,
-        page_size=100,
-    )
+    listed = download_output(api, kernel["id"], incoming)
     try:
         require_complete(incoming / OUTPUT_DIR)
     except InputError as exc:
-        note = " (Kaggle lists at most 500 output files)" if len(listed) >= 500 else ""
+        note = f" (Kaggle lists at most {MAX_LISTED_OUTPUTS} output files)" if len(listed) >= MAX_LISTED_OUTPUTS else ""
         raise InputError(
             f"{kernel['id']}: output rejected and kept in {incoming} for inspection: {exc}{note}; "
             f"pull again with `./reproduce.sh kaggle pull --run {run}`"
