@@ -106,7 +106,7 @@ def first_losses(corpus) -> dict[str, np.ndarray]:
 
 
 # How many of the three losses are reproduced to 1e-5; see the xfail below for the others.
-MATCHED_STEPS = {"softmax": 3, "yat_b": 2, "goat_v": 1}
+MATCHED_STEPS = {"softmax": 3, "yat_b": 2, "goat_v": 3}
 
 
 @pytest.mark.slow
@@ -119,10 +119,10 @@ def test_training_losses_match_the_original(first_losses, variant):
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="adamw's first steps amplify float32 round-off in the kernel's gradient; without the original "
-    "script its exact operation order is unknown (algebraically equal orders move step 2 by up to 0.5%)",
+    reason="adamw's first steps amplify float32 round-off in the kernel's gradient: the author's public "
+    "training script gives this same step-2 loss on this machine, and algebraically equal orders move it by up to 0.5%",
 )
-@pytest.mark.parametrize("variant", ["yat_b", "goat_v"])
+@pytest.mark.parametrize("variant", ["yat_b"])
 def test_kernel_losses_after_the_first_update_match_the_original(first_losses, variant):
     n = MATCHED_STEPS[variant]
     np.testing.assert_allclose(first_losses[variant][n:], ORIGINAL_LOSSES[variant][n:], rtol=1e-5)

@@ -52,7 +52,8 @@ def causal_mask(seq_len: int, strict: bool) -> jax.Array:
 
 def kernel_scores(q_BHTD: jax.Array, k_BHTD: jax.Array, b_H: jax.Array, eps_H: jax.Array) -> jax.Array:
     """kappa = (q.k + b)^2 / (max(|q|^2 + |k|^2 - 2 q.k, 0) + eps), per head: (B, H, T, T)."""
-    dot_BHTT = jnp.einsum("bhtd,bhsd->bhts", q_BHTD, k_BHTD)
+    # A matmul, not an einsum: the original's float32 round-off, which adamw's first steps amplify.
+    dot_BHTT = q_BHTD @ k_BHTD.swapaxes(-1, -2)
     qq_BHT1 = jnp.sum(q_BHTD * q_BHTD, axis=-1)[..., None]
     kk_BH1T = jnp.sum(k_BHTD * k_BHTD, axis=-1)[..., None, :]
     dist_BHTT = jnp.maximum(qq_BHT1 + kk_BH1T - 2.0 * dot_BHTT, 0.0)
