@@ -92,6 +92,52 @@ def test_an_interrupted_rerun_stays_incomplete_and_is_not_written_over(tmp_path,
     assert "never written over" in capsys.readouterr().err
 
 
+def _interrupt_at(monkeypatch, variant: str, step: int):
+    """Make training raise KeyboardInterrupt once `variant` has logged the chunk at `step`, as Ctrl-C would."""
+    real = train.train_variant
+
+    def train_variant(v, seed, cfg, corpus, on_steps, **kwargs):
+        def stop(first, losses):
+            on_steps(first, losses)
+            if v == variant and first >= step:
+                raise KeyboardInterrupt
+
+        return real(v, seed, cfg, corpus, on_steps=stop, **kwargs)
+
+    monkeypatch.setattr(train, "train_variant", train_variant)
+
+
+def test_a_resumed_rerun_writes_the_bundles_of_an_uninterrupted_one(tmp_path, monkeypatch, capsys):
+    _restore_device_settings(monkeypatch)
+    opts = ["rerun", "--preset", "smoke", "--steps", "45", "--seed", "1", "--variants", "softmax,yat_b", "--quiet"]
+    assert cli.main([*opts, "--out", str(tmp_path / "whole")]) == 0
+    with monkeypatch.context() as m:
+        _interrupt_at(m, "yat_b", 23)  # steps 23..39 logged, the last checkpoint at 20
+        assert cli.main([*opts, "--out", str(tmp_path / "cut")]) == 130
+    assert (tmp_path / "cut" / rerun.CHECKPOINTS / "yat_b_s1.npz").is_file()
+    assert cli.main(["rerun", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
+    assert "yat_b seed 1: resuming after step 20" in capsys.readouterr().out
+
+    whole, cut = runs.require_complete(tmp_path / "whole"), runs.require_complete(tmp_path / "cut")
+    assert set(cut["files"]) == set(whole["files"]) and not (tmp_path / "cut" / rerun.CHECKPOINTS).exists()
+    for name in whole["files"]:
+        a, b = tmp_path / "whole" / name, tmp_path / "cut" / name
+        if name.endswith(".npz"):
+            with np.load(a) as za, np.load(b) as zb:
+                assert za.files == zb.files and all(np.array_equal(za[k], zb[k]) for k in za.files), name
+        else:
+            assert a.read_text() == b.read_text(), name  # the run JSON and the log, steps not repeated
+    assert cli.main(["rerun", "--resume", str(tmp_path / "cut")]) == 2
+    assert "already completed" in capsys.readouterr().err
+
+
+def test_only_a_run_folder_can_be_resumed(tmp_path, monkeypatch, capsys):
+    _restore_device_settings(monkeypatch)
+    assert cli.main(["rerun", "--resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "manifest" in err and err.count("\n") == 1
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -77,3 +77,26 @@ def test_default_run_folders_are_new_and_labelled(tmp_path):
     assert path.is_dir() and path.parent == tmp_path / "runs" and path.name.endswith("-smoke-s0")
     (tmp_path / "empty").mkdir()
     assert runs.new_run_dir(tmp_path / "empty", "x") == tmp_path / "empty"  # an existing empty folder is fine
+
+
+def test_only_an_unfinished_run_is_resumed_and_its_error_is_cleared(tmp_path):
+    with pytest.raises(InputError, match="already completed"):
+        runs.RunFolder.resume(_finished_run(tmp_path / "done").path)
+    with pytest.raises(InputError, match="manifest"):
+        runs.RunFolder.resume(tmp_path)
+    run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config={"train": {}})
+    run.fail(KeyboardInterrupt("stopped"))
+    resumed = runs.RunFolder.resume(run.path)
+    manifest = json.loads((run.path / runs.MANIFEST).read_text())
+    assert "error" not in manifest and len(manifest["resumed_utc"]) == 1 and resumed.manifest == manifest
+
+
+def test_trimming_the_log_keeps_the_steps_before_each_checkpoint(tmp_path):
+    run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config={})
+    run.log_steps("softmax", 0, 0, np.arange(4, dtype=np.float32))
+    run.log_steps("yat_b", 0, 0, np.arange(3, dtype=np.float32))
+    with open(run.path / runs.TRAIN_LOG, "a") as f:
+        f.write('{"variant": "yat_b", "se')  # a line torn by a kill
+    run.trim_log({("softmax", 0): 2})
+    lines = [json.loads(x) for x in (run.path / runs.TRAIN_LOG).read_text().splitlines()]
+    assert [(r["variant"], r["step"]) for r in lines] == [("softmax", 0), ("softmax", 1)]

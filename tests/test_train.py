@@ -70,9 +70,16 @@ def test_chunked_steps_give_the_losses_of_a_per_step_loop(corpus):
     assert chunked == per_step
 
 
-def test_train_variant_records_everything_the_bundle_needs(corpus):
+@pytest.fixture(scope="module")
+def yat_b_run(corpus) -> tuple[train.RunResult, list[tuple[int, int]]]:
+    """yat_b trained on TINY without interruption, and the (first step, steps) of each chunk."""
     seen = []
     result = train.train_variant("yat_b", 0, TINY, corpus, on_steps=lambda first, loss: seen.append((first, len(loss))))
+    return result, seen
+
+
+def test_train_variant_records_everything_the_bundle_needs(corpus, yat_b_run):
+    result, seen = yat_b_run
     L, H, T, D = TINY.model.layers, TINY.model.heads, TINY.model.seq_len, TINY.model.head_dim
     assert sum(n for _, n in seen) == TINY.steps and result.losses.shape == (TINY.steps,)
     assert np.isfinite(result.losses).all()
@@ -131,3 +138,28 @@ def test_kernel_losses_after_the_first_update_match_the_original(first_losses, v
 def test_a_diverging_run_stops_with_a_clear_error(corpus):
     with pytest.raises(InputError, match="not finite at step"):
         train.train_variant("softmax", 0, replace(TINY, steps=8, lr=1e30), corpus)
+
+
+def test_a_run_continued_from_its_checkpoint_ends_as_an_uninterrupted_one(corpus, yat_b_run, tmp_path):
+    ckpt = tmp_path / "ckpt.npz"
+
+    def stop_at_16(first, losses):
+        if first == 16:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train.train_variant("yat_b", 0, TINY, corpus, on_steps=stop_at_16, checkpoint=ckpt)
+    assert train.checkpoint_step(ckpt) == 10
+    seen = []
+    resumed = train.train_variant("yat_b", 0, TINY, corpus, on_steps=lambda f, n: seen.append(f), checkpoint=ckpt)
+    assert seen[0] == 10 and train.checkpoint_step(ckpt) == TINY.steps
+    whole = yat_b_run[0]
+    for name in ("losses", "tokens_T", "q_LHTD", "k_LHTD", "attn_LHTT", "b_LH", "eps_LH"):
+        np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name))
+    assert resumed.curve == whole.curve and resumed.score_max == whole.score_max
+    assert sorted(resumed.maps) == sorted(whole.maps)
+    assert all(np.array_equal(resumed.maps[s], whole.maps[s]) for s in whole.maps)
+
+    wider = replace(TINY, model=replace(TINY.model, d_model=32))
+    with pytest.raises(InputError, match="another configuration"):
+        train.train_variant("yat_b", 0, wider, corpus, checkpoint=ckpt)

@@ -4,6 +4,10 @@ Two bundle folders, as the author published them: `attngeom-qk` (softmax and yat
 `yat_attention.json`) and `attngeom-goat` (goat_v). They go into a new run folder with a
 manifest and a per-step training log; then `verify` judges them with the rerun tolerances and
 writes the report into `<run>/report`. The exit status is verify's.
+
+Each variant saves a checkpoint into `<run>/checkpoints` at every evaluation; `--resume RUN`
+continues an interrupted run from them to the same bundles an uninterrupted run writes. The
+checkpoints are deleted once the run completes.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -23,6 +28,12 @@ BUNDLES = {"attngeom-qk": ("softmax", "yat_b"), "attngeom-goat": ("goat_v", "goa
 DEFAULT_VARIANTS = ("softmax", "yat_b", "goat_v")
 PRESET_NAMES = ("paper", "smoke")  # attngeom.train.PRESETS, named here so the CLI starts without jax
 DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
+CHECKPOINTS = "checkpoints"
+
+
+def checkpoint_path(run_dir: Path, variant: str, seed: int) -> Path:
+    """Where a variant's latest checkpoint lives while its run is in progress."""
+    return run_dir / CHECKPOINTS / f"{variant}_s{seed}.npz"
 
 
 def deterministic_device() -> None:
@@ -84,9 +95,9 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
     """Train every requested variant and seed into its bundle folder; per-variant wall times."""
     from tqdm import tqdm
 
+    from attngeom import train
     from attngeom.bundles import RUN_JSON
     from attngeom.runs import write_json_atomic
-    from attngeom.train import train_variant
 
     walls = {}
     for bundle, members in BUNDLES.items():
@@ -94,7 +105,7 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
         if not chosen:
             continue
         folder = run.path / bundle
-        folder.mkdir()
+        folder.mkdir(exist_ok=True)  # a resumed run rewrites its bundles from the checkpoints
         results = []
         for seed in seeds:
             for variant in chosen:
@@ -110,7 +121,10 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
                     if not quiet:
                         bar.write(f"{variant} step {step}: val loss {val:.4f}")
 
-                result = train_variant(variant, seed, cfg, corpus, on_steps=on_steps, on_eval=on_eval)
+                checkpoint = checkpoint_path(run.path, variant, seed)
+                bar.update(train.checkpoint_step(checkpoint))
+                result = train.train_variant(variant, seed, cfg, corpus, on_steps=on_steps, on_eval=on_eval,
+                                             checkpoint=checkpoint)  # fmt: skip
                 bar.close()
                 write_result(folder, result)
                 results.append(result)
@@ -120,13 +134,29 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
     return walls
 
 
-def run(args: argparse.Namespace) -> int:
-    """Train, write, verify; the exit status is the verification's."""
-    if args.backend != "local":
-        raise InputError(f"backend {args.backend!r} is not run here; use `reproduce.sh {args.backend} ...`")
-    deterministic_device()
-    from attngeom import data, runs, train
-    from attngeom.bundles import VARIANTS
+def resume_run(path: Path):
+    """The incomplete run at `path`, its configuration, variants and seeds, its log cut to the checkpoints."""
+    from attngeom import runs, train
+    from attngeom.model import ModelConfig
+
+    folder = runs.RunFolder.resume(path)
+    config = folder.manifest["config"]
+    try:
+        cfg = train.TrainConfig(**{**config["train"], "model": ModelConfig(**config["train"]["model"])})
+        variants, seeds, preset_name = tuple(config["variants"]), tuple(config["seeds"]), config["preset"]
+    except (TypeError, KeyError) as exc:
+        raise InputError(f"{path}: not a local rerun, or one of another version (manifest lacks {exc})") from exc
+    done = {(v, s): train.checkpoint_step(checkpoint_path(folder.path, v, s)) for s in seeds for v in variants}
+    folder.trim_log(done)
+    for (variant, seed), step in done.items():
+        if step:
+            print(f"{variant} seed {seed}: resuming after step {step}")
+    return folder, cfg, variants, seeds, preset_name
+
+
+def options(args: argparse.Namespace):
+    """The training configuration, variants and seeds of a new run, checked."""
+    from attngeom import train
 
     variants = parse_list(args.variants, str, "--variants")
     unknown = [v for v in variants if not any(v in members for members in BUNDLES.values())]
@@ -138,19 +168,35 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--steps: at least 2 (the maps at step 0 and after the last step)")
     if args.lr is not None and not args.lr > 0:
         raise InputError("--lr: must be positive")
-    cfg = train.preset(args.preset, steps=args.steps, lr=args.lr)
-    corpus = data.load_corpus()
-    label = f"{args.preset}-s{'_'.join(map(str, seeds))}"
-    folder = runs.RunFolder(runs.new_run_dir(args.out, label), config={
-        "preset": args.preset, "variants": list(variants), "seeds": list(seeds),
-        "train": asdict(cfg), "learning_rates": {v: cfg.lr_of(v) for v in variants},
-    })  # fmt: skip
+    return train.preset(args.preset, steps=args.steps, lr=args.lr), variants, seeds
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train (or continue an interrupted run), write, verify; the exit status is the verification's."""
+    if args.backend != "local":
+        raise InputError(f"backend {args.backend!r} is not run here; use `reproduce.sh {args.backend} ...`")
+    deterministic_device()
+    from attngeom import data, runs
+    from attngeom.bundles import VARIANTS
+
+    if args.resume:
+        folder, cfg, variants, seeds, preset_name = resume_run(args.resume)
+        corpus = data.load_corpus()
+    else:
+        (cfg, variants, seeds), preset_name = options(args), args.preset
+        corpus = data.load_corpus()
+        label = f"{preset_name}-s{'_'.join(map(str, seeds))}"
+        folder = runs.RunFolder(runs.new_run_dir(args.out, label), config={
+            "preset": preset_name, "variants": list(variants), "seeds": list(seeds),
+            "train": asdict(cfg), "learning_rates": {v: cfg.lr_of(v) for v in variants},
+        })  # fmt: skip
     print(f"run folder: {folder.path}")
     try:
         walls = train_bundles(folder, cfg, corpus, variants, seeds, args.quiet)
     except BaseException as exc:
         folder.fail(exc)
         raise
+    shutil.rmtree(folder.path / CHECKPOINTS, ignore_errors=True)
     folder.complete(variant_wall_s=walls)
     judged = tuple(v for v in VARIANTS if v in variants)
     if 0 not in seeds or not judged:
@@ -158,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from attngeom.verify import run_verify
 
-    smoke = args.preset == "smoke"
+    smoke = preset_name == "smoke"
     status = run_verify(folder.path, out=folder.path / "report", tier="rerun", variants=judged, smoke=smoke)
     folder.complete(verify_exit=status)
     return status
@@ -177,5 +223,7 @@ def register(subparsers) -> None:
     p.add_argument("--seeds", help="several seeds, comma-separated (overrides --seed)")
     p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help="comma-separated (default: %(default)s)")
     p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
+    p.add_argument("--resume", type=Path, metavar="RUN",
+                   help="continue an interrupted run folder from its checkpoints (its own options are used)")  # fmt: skip
     p.add_argument("--quiet", action="store_true", help="no progress bar or evaluation lines")
     p.set_defaults(func=run)

@@ -4,7 +4,7 @@ A run folder holds the bundles, `train_log.jsonl` (one line per training step) a
 `manifest.json`. The manifest is written when the run starts with `completed: false` and
 rewritten (atomically) with `completed: true` and the sha256 of every file once everything is
 in place; a run that is interrupted, killed or crashes keeps `completed: false` (or records the
-error), and `require_complete` refuses it.
+error), and `require_complete` refuses it. `RunFolder.resume` reopens such a run to continue it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 
 import attngeom
 from attngeom.errors import InputError
-from attngeom.files import git_commit, sha256_file, write_json_atomic
+from attngeom.files import git_commit, sha256_file, write_atomic, write_json_atomic
 
 MANIFEST = "manifest.json"
 TRAIN_LOG = "train_log.jsonl"
@@ -89,6 +89,37 @@ class RunFolder:
             "files": {},
         }
         write_json_atomic(self.path / MANIFEST, self.manifest)
+
+    @classmethod
+    def resume(cls, path: Path) -> RunFolder:
+        """Reopen an incomplete run to continue it; a finished run or a folder without manifest is refused."""
+        manifest_path = Path(path) / MANIFEST
+        unreadable = f"{manifest_path}: missing or unreadable run manifest; only a run folder can be resumed"
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(unreadable) from exc
+        if not isinstance(manifest, dict) or "config" not in manifest:
+            raise InputError(unreadable)
+        if manifest.get("completed") is not False:
+            raise InputError(f"{path}: this run already completed; nothing to resume (start a new run with --out)")
+        run = cls.__new__(cls)
+        run.path, run.started, run.manifest = Path(path), time.perf_counter(), manifest
+        resumed = [*manifest.get("resumed_utc", []), datetime.now(timezone.utc).isoformat(timespec="seconds")]
+        manifest.pop("error", None)
+        run.update(resumed_utc=resumed)
+        return run
+
+    def trim_log(self, kept: dict[tuple[str, int], int]) -> None:
+        """Keep only the logged steps below `kept[(variant, seed)]`: those a resumed run will not redo."""
+        log = self.path / TRAIN_LOG
+        if not log.is_file():
+            return
+        lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
+        records = [json.loads(line) for line in lines if line.endswith("\n")]  # a torn last line is dropped
+        write_atomic(log, "".join(
+            line for line, r in zip(lines, records) if r["step"] < kept.get((r["variant"], r["seed"]), 0)
+        ))  # fmt: skip
 
     def log_steps(self, variant: str, seed: int, first: int, losses: np.ndarray) -> None:
         """Append one line per step: variant, seed, step, loss."""

@@ -6,14 +6,21 @@ data order, the dropout keys (the NNX rng counters travel in the scanned state) 
 are those of the per-step loop. Chunks end at every evaluation and telemetry step; a chunk
 shorter than `chunk` is padded with inactive steps that `lax.cond` skips, so each variant
 compiles one step function, whatever the step count.
+
+With a checkpoint path, the state (parameters, optimiser, dropout rng keys and counters) and
+everything recorded so far are saved after every evaluation, and training continues from a saved
+checkpoint: the batches of a step depend only on the step, so the result is that of an
+uninterrupted run.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -188,6 +195,60 @@ def chunk_batches(corpus: data.Corpus, cfg: TrainConfig, seed: int, first: int, 
     return np.pad(x_KBT, pad), np.pad(y_KBT, pad), np.arange(cfg.chunk) < n
 
 
+def _leaf_to_numpy(leaf: jax.Array) -> np.ndarray:
+    is_key = jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
+    return np.asarray(jax.random.key_data(leaf) if is_key else leaf)
+
+
+def save_checkpoint(path: Path, state, done: int, losses: np.ndarray, curve: list[dict],
+                    score_max: list[float], maps: dict[int, np.ndarray]) -> None:  # fmt: skip
+    """Everything needed to continue after `done` steps, written atomically (tmp + rename)."""
+    leaves = {f"leaf_{i}": _leaf_to_numpy(leaf) for i, leaf in enumerate(jax.tree.leaves(state))}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        np.savez(f, done=done, losses=losses[:done], curve_step=np.array([p["step"] for p in curve]),
+                 curve_val=np.array([p["val"] for p in curve], np.float64),
+                 score_max=np.array(score_max, np.float64), map_steps=np.array(sorted(maps)),
+                 **{f"map_{s}": maps[s] for s in maps}, **leaves)  # fmt: skip
+    os.replace(tmp, path)
+
+
+def checkpoint_step(path: Path) -> int:
+    """Completed steps in a checkpoint, 0 if there is none."""
+    if not path.is_file():
+        return 0
+    try:
+        with np.load(path) as z:
+            return int(z["done"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(f"{path}: unreadable checkpoint ({type(exc).__name__}); delete it to restart that variant") from exc
+
+
+def load_checkpoint(path: Path, like_state, steps: int):
+    """(state, done, losses, curve, score_max, maps) from `save_checkpoint`; `like_state` gives the structure."""
+    like, treedef = jax.tree.flatten(like_state)
+    try:
+        with np.load(path) as z:
+            stored = [z[f"leaf_{i}"] for i in range(len(like))]
+            done, logged = int(z["done"]), z["losses"]
+            curve = [{"step": int(s), "val": float(v)} for s, v in zip(z["curve_step"], z["curve_val"])]
+            score_max, maps = z["score_max"].tolist(), {int(s): z[f"map_{s}"] for s in z["map_steps"]}
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(f"{path}: unreadable checkpoint ({type(exc).__name__}); delete it to restart that variant") from exc
+    if [a.shape for a in stored] != [np.shape(_leaf_to_numpy(x)) for x in like] or done > steps:
+        raise InputError(f"{path}: checkpoint of another configuration; delete it to restart that variant")
+    leaves = [
+        jax.random.wrap_key_data(a, impl=jax.random.key_impl(x))
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+        else jnp.asarray(a, dtype=x.dtype)
+        for a, x in zip(stored, like)
+    ]
+    losses = np.zeros(steps, np.float32)
+    losses[:done] = logged
+    return jax.tree.unflatten(treedef, leaves), done, losses, curve, score_max, maps
+
+
 def train_variant(
     variant: str,
     seed: int,
@@ -195,8 +256,12 @@ def train_variant(
     corpus: data.Corpus,
     on_steps: Callable[[int, np.ndarray], None] = lambda first, losses: None,
     on_eval: Callable[[int, float], None] = lambda step, val: None,
+    checkpoint: Path | None = None,
 ) -> RunResult:
-    """Train one variant; `on_steps(first_step, losses)` after each chunk, `on_eval(step, val)`."""
+    """Train one variant; `on_steps(first_step, losses)` after each chunk, `on_eval(step, val)`.
+
+    With `checkpoint`, continue from it if it exists and save it after every evaluation.
+    """
     t0 = time.perf_counter()
     graphdef, eval_graphdef, tx, state = init_state(variant, cfg, seed)
     run_chunk = make_chunk(make_step(graphdef, tx))
@@ -208,11 +273,13 @@ def train_variant(
     def snapshot(state) -> np.ndarray:
         return np.asarray(probe(state[0], state[1], window_T)[2], dtype=np.float16)
 
-    maps = {0: snapshot(state)}
-    losses, curve, score_max = np.zeros(cfg.steps, np.float32), [], []
-    plan = chunk_plan(cfg)
+    if checkpoint is not None and checkpoint.is_file():
+        state, start, losses, curve, score_max, maps = load_checkpoint(checkpoint, state, cfg.steps)
+    else:
+        start, losses, curve, score_max, maps = 0, np.zeros(cfg.steps, np.float32), [], [], {0: snapshot(state)}
+    plan = [(first, n) for first, n in chunk_plan(cfg) if first >= start]
     batches: Iterator = (chunk_batches(corpus, cfg, seed, first, n) for first, n in plan)
-    upcoming = next(batches)
+    upcoming = next(batches, None)
     for first, n in plan:
         state, loss_K = run_chunk(state, *upcoming)
         upcoming = next(batches, None)  # drawn on the host while the device works
@@ -229,6 +296,8 @@ def train_variant(
             curve.append({"step": done, "val": float(np.mean(np.asarray(val_N, dtype=np.float64)))})
             score_max = np.asarray(smax_NL, dtype=np.float64).ravel().tolist()
             on_eval(done, curve[-1]["val"])
+            if checkpoint is not None:
+                save_checkpoint(checkpoint, state, done, losses, curve, score_max, maps)
     q, k, attn = (np.asarray(a, dtype=np.float16) for a in probe(state[0], state[1], window_T))
     b_LH = eps_LH = None
     if variant != "softmax":
