@@ -1,16 +1,19 @@
-"""File helpers shared by the report and the run folders: hashes, atomic writes, the commit."""
+"""Helpers shared by the report and the run folders: hashes, atomic writes, the commit, versions."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import platform
 import subprocess
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
+LIBRARIES = ("numpy", "scipy", "pooch", "matplotlib", "jax", "jaxlib", "flax", "optax", "kaggle")
 
 
 def sha256_file(path: Path) -> str:
@@ -51,3 +54,16 @@ def git_commit() -> str | None:
         return None
     commit = out.stdout.strip()
     return commit if out.returncode == 0 and commit else None
+
+
+def versions() -> dict[str, str]:
+    """Python, this package and every installed library the results depend on."""
+    from attngeom import __version__
+
+    found = {"attngeom": __version__, "python": platform.python_version()}
+    for lib in LIBRARIES:
+        try:
+            found[lib] = metadata.version(lib)
+        except metadata.PackageNotFoundError:
+            continue
+    return found

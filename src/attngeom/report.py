@@ -8,27 +8,16 @@ import json
 import os
 import platform
 import sys
-from importlib import metadata
 from pathlib import Path
 
-from attngeom import __version__
-from attngeom.files import git_commit, sha256_file, write_atomic
-
-LIBRARIES = ("numpy", "scipy", "pooch", "matplotlib", "jax", "jaxlib", "flax", "optax", "kaggle")
-
+from attngeom.files import git_commit, sha256_file, versions, write_atomic
 
 def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
     """Where the judgement came from: inputs, expected values, software, machine, date, command."""
-    versions = {"attngeom": __version__, "python": platform.python_version()}
-    for lib in LIBRARIES:
-        try:
-            versions[lib] = metadata.version(lib)
-        except metadata.PackageNotFoundError:
-            continue
     return {
         "inputs": {str(p): sha256_file(p) for p in inputs},
         "expected_sha256": expected_sha,
-        "versions": versions,
+        "versions": versions(),
         "git_commit": git_commit(),
         "machine": f"{platform.platform()} ({platform.machine()}, {os.cpu_count()} CPUs)",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

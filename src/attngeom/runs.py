@@ -15,19 +15,16 @@ import platform
 import sys
 import time
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-import attngeom
 from attngeom.errors import InputError
-from attngeom.files import git_commit, sha256_file, write_atomic, write_json_atomic
+from attngeom.files import git_commit, sha256_file, versions, write_atomic, write_json_atomic
 
 MANIFEST = "manifest.json"
 TRAIN_LOG = "train_log.jsonl"
 RUNS_DIR = Path("runs")
-LIBRARIES = ("jax", "jaxlib", "flax", "optax", "numpy", "scipy")
 
 
 def file_hashes(root: Path) -> dict[str, str]:
@@ -55,15 +52,9 @@ def environment() -> dict:
     """Versions, device and the settings that change numerics (XLA flags, matmul precision)."""
     import jax
 
-    versions = {"python": platform.python_version(), "attngeom": attngeom.__version__}
-    for lib in LIBRARIES:
-        try:
-            versions[lib] = metadata.version(lib)
-        except metadata.PackageNotFoundError:
-            versions[lib] = None
     device = jax.devices()[0]
     return {
-        "versions": versions,
+        "versions": versions(),
         "git_commit": git_commit(),
         "platform": platform.platform(),
         "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count()},
