@@ -7,6 +7,8 @@ report can show the spread as well as the mean.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from attngeom import laws
@@ -31,31 +33,41 @@ def distinct_count(win_NR: np.ndarray) -> np.ndarray:
     return 1 + (np.diff(ordered, axis=-1) != 0).sum(-1)
 
 
-def raw_scores(model: ModelEvidence, t: float = 1.0, q_NTD=None, k_NSD=None, head=(...,)) -> np.ndarray:
-    """The model's raw score with every query scaled by t: t q.k (softmax) or kappa (kernel)."""
-    q = model.q_LHTD[head] if q_NTD is None else q_NTD
-    k = model.k_LHTD[head] if k_NSD is None else k_NSD
+def scorer(model: ModelEvidence, head=(...,)) -> Callable[[float], np.ndarray]:
+    """The model's raw score as a function of the query scale t: t q.k (softmax) or kappa
+    (kernel). Dot products and norms are computed once and shared by every t."""
+    q, k = model.q_LHTD[head], model.k_LHTD[head]
     d = laws.dots(q, k)
     if model.b_LH is None:
-        return t * d
+        return lambda t: t * d
     q64, k64 = q.astype(np.float64), k.astype(np.float64)
-    return laws.kernel(d, (q64**2).sum(-1), (k64**2).sum(-1), model.b_LH[head], model.eps_LH[head], t)
+    qq, kk = (q64**2).sum(-1), (k64**2).sum(-1)
+    b, eps = model.b_LH[head], model.eps_LH[head]
+    return lambda t: laws.kernel(d, qq, kk, b, eps, t)
+
+
+def raw_scores(model: ModelEvidence, t: float = 1.0, head=(...,)) -> np.ndarray:
+    """The model's raw score with every query scaled by t."""
+    return scorer(model, head)(t)
+
+
+def changed_winners(model: ModelEvidence, scales, reference: float, head=(...,)) -> np.ndarray:
+    """Per scale, which scorable rows' winner differs from the winner at `reference`: (S, ..., R)."""
+    score = scorer(model, head)
+    base = winners(score(reference), model.strict)
+    return np.stack([winners(score(float(t)), model.strict) != base for t in scales])
 
 
 def scale_changed(model: ModelEvidence, scales=SCALES, head=(...,)) -> np.ndarray:
     """Fraction of scorable rows whose winner moves when queries are scaled by t: (..., len(scales))."""
-    base = winners(raw_scores(model, 1.0, head=head), model.strict)
-    moved = [(winners(raw_scores(model, t, head=head), model.strict) != base).mean(-1) for t in scales]
-    return np.stack(moved, axis=-1)
+    return np.moveaxis(changed_winners(model, scales, 1.0, head).mean(-1), 0, -1)
 
 
 def sweep_changed_rows(model: ModelEvidence, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
     """The animation's sweep on one head: per scale, which scorable rows change winner against
     the scale nearest 1: (S, R)."""
     scales = np.asarray(scales)
-    ref = float(scales[np.argmin(np.abs(np.log(scales)))])
-    base = winners(raw_scores(model, ref, head=head), model.strict)
-    return np.stack([winners(raw_scores(model, float(t), head=head), model.strict) != base for t in scales])
+    return changed_winners(model, scales, float(scales[np.argmin(np.abs(np.log(scales)))]), head)
 
 
 def scale_sweep(model: ModelEvidence, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
