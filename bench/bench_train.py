@@ -19,8 +19,8 @@ import numpy as np
 import optax
 from flax import nnx
 
-from attngeom import data, train
-from attngeom.model import build
+from attngeom.training import data, train
+from attngeom.training.model import build
 
 
 def baseline(variant: str, cfg: train.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):

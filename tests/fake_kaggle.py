@@ -22,7 +22,7 @@ from urllib.parse import quote, unquote, urlsplit
 import numpy as np
 
 from attngeom.bundles import KERNEL_VARIANTS, RUN_JSON, STRICT_MASK, write_attn_npz, write_geom_npz
-from attngeom.kaggle_kernel import OUTPUT_DIR
+from attngeom.backends.kaggle_kernel import OUTPUT_DIR
 
 RPC_PREFIX = "/api/v1/"
 PROXY_VARS = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attngeom import data
+from attngeom.training import data
 
 
 @pytest.fixture(scope="module")

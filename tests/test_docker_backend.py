@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import docker_backend
+from attngeom.backends import docker as docker_backend
 from attngeom.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]

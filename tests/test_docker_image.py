@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import docker_backend
+from attngeom.backends import docker as docker_backend
 from attngeom.verify import run_verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from fake_kaggle import PROXY_VARS, FakeKaggle, point_client_at, synthetic_output
 
-from attngeom import kaggle_backend
+from attngeom.backends import kaggle as kaggle_backend
 from attngeom.errors import InputError
-from attngeom.kaggle_kernel import OUTPUT_DIR
-from attngeom.runs import require_complete
+from attngeom.backends.kaggle_kernel import OUTPUT_DIR
+from attngeom.training.runs import require_complete
 
 REPO = Path(__file__).resolve().parents[1]
 LOOPBACK = ("127.0.0.1", "::1", "localhost")

@@ -16,8 +16,8 @@ from fake_kaggle import FakeKaggle, point_client_at
 
 from attngeom.bundles import VARIANTS, load_models
 from attngeom.errors import InputError
-from attngeom.kaggle_client import connect
-from attngeom.kaggle_kernel import (
+from attngeom.backends.kaggle_client import connect
+from attngeom.backends.kaggle_kernel import (
     CODE_FILE,
     GPU_LOCK,
     METADATA_FILE,
@@ -27,8 +27,8 @@ from attngeom.kaggle_kernel import (
     kernel_metadata,
     source_archive,
 )
-from attngeom.rerun import BUNDLES
-from attngeom.runs import require_complete
+from attngeom.training.rerun import BUNDLES
+from attngeom.training.runs import require_complete
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -86,7 +86,7 @@ def test_source_archive_is_reproducible_and_carries_the_package_and_lock():
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
         names = set(tar.getnames())
         lock = tar.extractfile("requirements.lock").read()
-    assert {"src/attngeom/kaggle_kernel.py", "src/attngeom/train.py", "src/attngeom/cli.py"} <= names
+    assert {"src/attngeom/backends/kaggle_kernel.py", "src/attngeom/training/train.py", "src/attngeom/cli.py"} <= names
     assert not any("__pycache__" in n for n in names)
     assert lock == GPU_LOCK.read_bytes() and b"jax-cuda12-plugin==" in lock and b"--hash=sha256:" in lock
 

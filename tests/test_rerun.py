@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attngeom import cli, rerun, runs, train
+from attngeom import cli
+from attngeom.training import rerun, runs, train
 from attngeom.bundles import RUN_JSON, load_models
 from attngeom.errors import InputError
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from attngeom import runs
+from attngeom.training import runs
 from attngeom.errors import InputError
 
 

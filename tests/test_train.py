@@ -8,9 +8,9 @@ import jax
 import numpy as np
 import pytest
 
-from attngeom import data, train
+from attngeom.training import data, train
 from attngeom.errors import InputError
-from attngeom.model import ModelConfig
+from attngeom.training.model import ModelConfig
 
 TINY = train.TrainConfig(
     model=ModelConfig(d_model=16, layers=2, heads=2, seq_len=16, d_ff=32),

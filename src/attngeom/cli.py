@@ -15,9 +15,9 @@ from attngeom.errors import EXIT_INPUT, InputError
 
 SUBCOMMAND_MODULES = (
     "attngeom.verify",
-    "attngeom.rerun",
-    "attngeom.kaggle_backend",
-    "attngeom.docker_backend",
+    "attngeom.training.rerun",
+    "attngeom.backends.kaggle",
+    "attngeom.backends.docker",
     "attngeom.figures",
 )
 DEFAULT_SUBCOMMAND = "verify"

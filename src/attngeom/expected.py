@@ -14,8 +14,9 @@ from pathlib import Path
 
 from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import InputError
+from attngeom.files import REPO
 
-EXPECTED_DIR = Path(__file__).resolve().parents[2] / "expected"
+EXPECTED_DIR = REPO / "expected"
 COMPARISONS = ("exact", "abs", "rel", "le", "lt", "ge", "gt")
 TIERS = ("published", "rerun")
 _FIELDS = ("id", "claim", "quote", "source", "function", "args", "value", "unit", "comparison", "tolerance", "reason", "tier")

@@ -26,7 +26,7 @@ from attngeom.errors import InputError
 
 BUNDLES = {"attngeom-qk": ("softmax", "yat_b"), "attngeom-goat": ("goat_v", "goat_nov")}
 DEFAULT_VARIANTS = ("softmax", "yat_b", "goat_v")
-PRESET_NAMES = ("paper", "smoke")  # attngeom.train.PRESETS, named here so the CLI starts without jax
+PRESET_NAMES = ("paper", "smoke")  # attngeom.training.train.PRESETS, named here so the CLI starts without jax
 DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
 CHECKPOINTS = "checkpoints"
 
@@ -65,7 +65,7 @@ def parse_list(text: str, kind: type, what: str) -> tuple:
 
 def run_json(results: list, cfg) -> dict:
     """The original `yat_attention.json` of one bundle folder."""
-    from attngeom.train import bits_per_char
+    from attngeom.training.train import bits_per_char
 
     runs, summary = [], {}
     for r in results:
@@ -95,9 +95,9 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
     """Train every requested variant and seed into its bundle folder; per-variant wall times."""
     from tqdm import tqdm
 
-    from attngeom import train
+    from attngeom.training import train
     from attngeom.bundles import RUN_JSON
-    from attngeom.runs import write_json_atomic
+    from attngeom.training.runs import write_json_atomic
 
     walls = {}
     for bundle, members in BUNDLES.items():
@@ -136,8 +136,8 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
 
 def resume_run(path: Path):
     """The incomplete run at `path`, its configuration, variants and seeds, its log cut to the checkpoints."""
-    from attngeom import runs, train
-    from attngeom.model import ModelConfig
+    from attngeom.training import runs, train
+    from attngeom.training.model import ModelConfig
 
     folder = runs.RunFolder.resume(path)
     config = folder.manifest["config"]
@@ -156,7 +156,7 @@ def resume_run(path: Path):
 
 def options(args: argparse.Namespace):
     """The training configuration, variants and seeds of a new run, checked."""
-    from attngeom import train
+    from attngeom.training import train
 
     variants = parse_list(args.variants, str, "--variants")
     unknown = [v for v in variants if not any(v in members for members in BUNDLES.values())]
@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     if args.backend != "local":
         raise InputError(f"backend {args.backend!r} is not run here; use `reproduce.sh {args.backend} ...`")
     deterministic_device()
-    from attngeom import data, runs
+    from attngeom.training import data, runs
     from attngeom.bundles import VARIANTS
 
     if args.resume:

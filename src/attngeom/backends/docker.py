@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from attngeom.errors import InputError
+from attngeom.files import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULT_IMAGE = "attngeom"
 DEFAULT_OUTPUT = "docker-out"
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from attngeom.bundles import VARIANTS
 from attngeom.errors import InputError
-from attngeom.kaggle_client import (
+from attngeom.backends.kaggle_client import (
     MAX_LISTED_OUTPUTS,
     check_gpu_quota,
     connect,
@@ -32,9 +32,9 @@ from attngeom.kaggle_client import (
     push_kernel,
     username_of,
 )
-from attngeom.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
-from attngeom.rerun import PRESET_NAMES
-from attngeom.runs import RUNS_DIR, new_run_dir, require_complete, write_json_atomic
+from attngeom.backends.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
+from attngeom.training.rerun import PRESET_NAMES
+from attngeom.training.runs import RUNS_DIR, new_run_dir, require_complete, write_json_atomic
 
 if TYPE_CHECKING:  # importing the client authenticates; only `kaggle_client.connect` does it, on demand
     from kaggle.api.kaggle_api_extended import KaggleApi

@@ -28,9 +28,9 @@ import numpy as np
 import optax
 from flax import nnx
 
-from attngeom import data
+from attngeom.training import data
 from attngeom.errors import InputError
-from attngeom.model import ModelConfig, build
+from attngeom.training.model import ModelConfig, build
 
 # The original per-variant rates; goat_nov's is not recorded and is taken to be goat_v's.
 LEARNING_RATES = {"softmax": 3e-4, "yat_b": 3e-3, "goat_v": 3e-2, "goat_nov": 3e-2}

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attngeom.errors import InputError
-from attngeom.rerun import PRESET_NAMES
+from attngeom.files import REPO
+from attngeom.training.rerun import PRESET_NAMES
 
-REPO = Path(__file__).resolve().parents[2]
 KAGGLE_DIR = REPO / "kaggle"
 GPU_LOCK = REPO / "requirements-cuda.lock"  # also the Docker image's: the project's pins plus jax's CUDA 12 wheels
 METADATA_FILE = "kernel-metadata.json"

@@ -1,0 +1,1 @@
+"""Remote backends: Kaggle kernels through the official client, and the CUDA Docker image."""
