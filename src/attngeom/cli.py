@@ -23,9 +23,16 @@ SUBCOMMAND_MODULES = (
 DEFAULT_SUBCOMMAND = "verify"
 
 
-def build_parser() -> argparse.ArgumentParser:
+class Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is one `error:` line (exit 2), not a usage block."""
+
+    def error(self, message: str):
+        raise InputError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def build_parser() -> Parser:
     """The full parser, one subparser per registered subcommand module."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="reproduce.sh",
         description="Verify the claims of 'The Geometry of Attention Is a Choice of Kernel'.",
     )
@@ -42,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = set(parser._subparsers._group_actions[0].choices)  # noqa: SLF001 - argparse keeps them here
     if not argv or (argv[0] not in commands and argv[0] not in ("-h", "--help")):
         argv.insert(0, DEFAULT_SUBCOMMAND)
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         return int(args.func(args))
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)

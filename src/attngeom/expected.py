@@ -6,7 +6,6 @@ id, the band a fresh rerun is judged with and whether the claim applies to the s
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import InputError
-from attngeom.files import REPO
+from attngeom.files import REPO, sha256_file
 
 EXPECTED_DIR = REPO / "expected"
 COMPARISONS = ("exact", "abs", "rel", "le", "lt", "ge", "gt")
@@ -82,7 +81,7 @@ def load_rerun(folder: Path | None = None) -> dict[str, dict]:
 def sha256_of(folder: Path | None = None) -> dict[str, str]:
     """sha256 of each expected-values file, for the report's provenance."""
     root = folder or EXPECTED_DIR
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.glob("*.json"))}
+    return {p.name: sha256_file(p) for p in sorted(root.glob("*.json"))}
 
 
 def judgement_for(entry: dict, tier: str, rerun: dict[str, dict], smoke: bool) -> Judgement | str:

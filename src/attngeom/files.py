@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -25,12 +29,29 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary name beside `path`, then rename: a reader never sees half a file."""
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[BinaryIO]:
+    """A binary file that replaces `path` only when the block ends without error.
+
+    It is written under a temporary name unique to this process beside `path` and renamed over
+    it, so a reader, a crash or a concurrent writer never sees half a file.
+    """
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write text (UTF-8) or bytes to `path` through `atomic_file`."""
+    with atomic_file(path) as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def _to_json(value):

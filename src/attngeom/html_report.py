@@ -12,6 +12,8 @@ import json
 from html import escape
 from pathlib import Path
 
+from attngeom.files import write_atomic
+
 ASSETS = Path(__file__).with_name("assets")
 INDEX = "index.html"
 FIGURES_DIR = "figures"
@@ -231,7 +233,5 @@ def write_html(out_dir: Path, report: dict, results: dict) -> Path:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / INDEX
-    tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(render(out_dir, report, results), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, render(out_dir, report, results))
     return path

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from attngeom import expected, fetch, html_report, report
+from attngeom.options import list_of
 from attngeom.bundles import VARIANTS, load_models
 from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
@@ -87,14 +88,6 @@ def run_verify(
     return EXIT_PASS if s["failed"] == 0 else EXIT_FAIL
 
 
-def _variants(text: str) -> tuple[str, ...]:
-    names = tuple(v for v in text.split(",") if v)
-    unknown = [v for v in names if v not in VARIANTS]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown variant(s) {unknown}; choose from {', '.join(VARIANTS)}")
-    return names
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """`verify`: the default subcommand."""
     p = sub.add_parser("verify", help="judge every quoted number (default)")
@@ -102,7 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=Path("report"), help="report folder (default: report/)")
     p.add_argument("--tier", choices=expected.TIERS, default="published", help="which tolerances to judge with")
     p.add_argument("--smoke", action="store_true", help="the bundles come from the smoke preset")
-    p.add_argument("--variants", type=_variants, default=VARIANTS, help="comma-separated variants to load")
+    p.add_argument("--variants", type=list_of(str, VARIANTS, "variant"), default=VARIANTS, help="comma-separated variants to load")
     p.set_defaults(func=lambda a: run_verify(a.bundles, a.out, a.tier, a.variants, a.smoke))
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from attngeom.bundles import VARIANTS
 from attngeom.errors import InputError
+from attngeom.options import list_of, seed
 from attngeom.backends.kaggle_client import (
     MAX_LISTED_OUTPUTS,
     check_gpu_quota,
@@ -34,7 +35,8 @@ from attngeom.backends.kaggle_client import (
 )
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
 from attngeom.training.rerun import PRESET_NAMES
-from attngeom.training.runs import RUNS_DIR, new_run_dir, require_complete, write_json_atomic
+from attngeom.files import write_json_atomic
+from attngeom.training.runs import RUNS_DIR, new_run_dir, require_complete
 
 if TYPE_CHECKING:  # importing the client authenticates; only `kaggle_client.connect` does it, on demand
     from kaggle.api.kaggle_api_extended import KaggleApi
@@ -263,13 +265,6 @@ def _positive_int(text: str) -> int:
     return int(text)
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        return sorted({int(s) for s in text.split(",") if s.strip()})
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from None
-
-
 def main(args: argparse.Namespace) -> int:
     """Start a new run (build, run) or continue the one named or the latest (push, status, pull, run)."""
     new = args.action in ("build", "run") and (
@@ -287,8 +282,8 @@ def main(args: argparse.Namespace) -> int:
             "concurrency": 2,
         }
         settings.update({k: v for k, v in overrides.items() if v is not None})
-        bundles = args.bundles.split(",") if args.bundles else None
-        state = build(run, args.username or username_of(api), args.seeds, bundles, settings)
+        bundles = list(args.bundles) if args.bundles else None
+        state = build(run, args.username or username_of(api), sorted(args.seeds), bundles, settings)
         print(f"built {len(state['kernels'])} kernel(s) in {run}/kernels", flush=True)
         if args.action == "build":
             return 0
@@ -324,8 +319,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("action", choices=ACTIONS, help="run = build, push, wait, pull, check and verify")
     p.add_argument("--run", type=Path, help="the run folder (default: a new runs/<time>-kaggle, or the latest one)")
-    p.add_argument("--seeds", type=_int_list, default=[0], help="comma-separated seeds, one kernel each (default 0)")
-    p.add_argument("--bundles", help="comma-separated kernel definitions in kaggle/ (default: all)")
+    p.add_argument("--seeds", type=list_of(seed), default=(0,), help="comma-separated seeds, one kernel each (default 0)")
+    p.add_argument("--bundles", type=list_of(str), help="comma-separated kernel definitions in kaggle/ (default: all)")
     p.add_argument("--preset", choices=PRESET_NAMES, default="paper", help="training preset inside the kernel")
     p.add_argument("--accelerator", help=f"Kaggle machine shape (default {DEFAULT_ACCELERATOR}, the T4 x2 machine)")
     p.add_argument(

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from attngeom.errors import InputError
+from attngeom.options import list_of, seed
 
 BUNDLES = {"attngeom-qk": ("softmax", "yat_b"), "attngeom-goat": ("goat_v", "goat_nov")}
 DEFAULT_VARIANTS = ("softmax", "yat_b", "goat_v")
@@ -50,17 +51,6 @@ def deterministic_device() -> None:
     import jax
 
     jax.config.update("jax_default_matmul_precision", "highest")
-
-
-def parse_list(text: str, kind: type, what: str) -> tuple:
-    """`"a,b"` -> (a, b) of `kind`, or an InputError naming the option."""
-    try:
-        items = tuple(kind(s.strip()) for s in text.split(",") if s.strip())
-    except ValueError as exc:
-        raise InputError(f"{what}: cannot read {text!r} ({exc})") from exc
-    if not items:
-        raise InputError(f"{what}: empty list")
-    return items
 
 
 def run_json(results: list, cfg) -> dict:
@@ -97,7 +87,7 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
 
     from attngeom.training import train
     from attngeom.bundles import RUN_JSON
-    from attngeom.training.runs import write_json_atomic
+    from attngeom.files import write_json_atomic
 
     walls = {}
     for bundle, members in BUNDLES.items():
@@ -158,12 +148,8 @@ def options(args: argparse.Namespace):
     """The training configuration, variants and seeds of a new run, checked."""
     from attngeom.training import train
 
-    variants = parse_list(args.variants, str, "--variants")
-    unknown = [v for v in variants if not any(v in members for members in BUNDLES.values())]
-    if unknown:
-        known = ", ".join(v for members in BUNDLES.values() for v in members)
-        raise InputError(f"--variants: unknown variant {unknown[0]!r} (known: {known})")
-    seeds = parse_list(args.seeds, int, "--seeds") if args.seeds else (args.seed,)
+    variants = args.variants
+    seeds = args.seeds or (args.seed,)
     if args.steps is not None and args.steps < 2:
         raise InputError("--steps: at least 2 (the maps at step 0 and after the last step)")
     if args.lr is not None and not args.lr > 0:
@@ -219,9 +205,10 @@ def register(subparsers) -> None:
                    help="paper: the original runs (12,000 steps); smoke: a tiny check (minutes on a CPU)")  # fmt: skip
     p.add_argument("--out", type=Path, help="the run folder, new or empty (default: runs/<time>-<preset>-s<seed>)")
     p.add_argument("--steps", type=int, help="training steps (telemetry at 0, steps/10, steps/2, steps-1)")
-    p.add_argument("--seed", type=int, default=0, help="the seed (default 0, the published runs)")
-    p.add_argument("--seeds", help="several seeds, comma-separated (overrides --seed)")
-    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help="comma-separated (default: %(default)s)")
+    p.add_argument("--seed", type=seed, default=0, help="the seed (default 0, the published runs)")
+    p.add_argument("--seeds", type=list_of(seed), help="several seeds, comma-separated (overrides --seed)")
+    p.add_argument("--variants", type=list_of(str, [v for members in BUNDLES.values() for v in members], "variant"),
+                   default=DEFAULT_VARIANTS, help=f"comma-separated (default: {','.join(DEFAULT_VARIANTS)})")
     p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
     p.add_argument("--resume", type=Path, metavar="RUN",
                    help="continue an interrupted run folder from its checkpoints (its own options are used)")  # fmt: skip

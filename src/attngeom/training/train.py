@@ -16,7 +16,6 @@ uninterrupted run.
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -30,6 +29,7 @@ from flax import nnx
 
 from attngeom.training import data
 from attngeom.errors import InputError
+from attngeom.files import atomic_file
 from attngeom.training.model import ModelConfig, build
 
 # The original per-variant rates; goat_nov's is not recorded and is taken to be goat_v's.
@@ -204,14 +204,11 @@ def save_checkpoint(path: Path, state, done: int, losses: np.ndarray, curve: lis
                     score_max: list[float], maps: dict[int, np.ndarray]) -> None:  # fmt: skip
     """Everything needed to continue after `done` steps, written atomically (tmp + rename)."""
     leaves = {f"leaf_{i}": _leaf_to_numpy(leaf) for i, leaf in enumerate(jax.tree.leaves(state))}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
+    with atomic_file(path) as f:
         np.savez(f, done=done, losses=losses[:done], curve_step=np.array([p["step"] for p in curve]),
                  curve_val=np.array([p["val"] for p in curve], np.float64),
                  score_max=np.array(score_max, np.float64), map_steps=np.array(sorted(maps)),
                  **{f"map_{s}": maps[s] for s in maps}, **leaves)  # fmt: skip
-    os.replace(tmp, path)
 
 
 def checkpoint_step(path: Path) -> int:

@@ -1,0 +1,39 @@
+"""Command-line option values shared by the subcommands."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Collection
+
+
+def parse_list(text: str, kind: Callable = str, choices: Collection | None = None, what: str = "value") -> tuple:
+    """`"a,b"` -> (a, b), each converted by `kind` and, with `choices`, one of them.
+
+    An `argparse.ArgumentTypeError` names what is wrong, so argparse reports it against the option.
+    """
+    try:
+        items = tuple(dict.fromkeys(kind(s.strip()) for s in text.split(",") if s.strip()))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text!r} as a comma-separated list ({exc})") from None
+    if not items:
+        raise argparse.ArgumentTypeError("empty list")
+    unknown = [x for x in items if choices is not None and x not in choices]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown {what} {unknown[0]!r} (choose from {', '.join(map(str, choices))})")
+    return items
+
+
+def seed(text: str) -> int:
+    """A random seed: an integer from 0 to 2**31 - 1 (what every generator here accepts)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not 0 <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"a seed is from 0 to {2**31 - 1}, got {value}")
+    return value
+
+
+def list_of(kind: Callable = str, choices: Collection | None = None, what: str = "value") -> Callable[[str], tuple]:
+    """An argparse `type=` that reads a comma-separated list with `parse_list`."""
+    return lambda text: parse_list(text, kind, choices, what)
