@@ -99,7 +99,7 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
         results = []
         for seed in seeds:
             for variant in chosen:
-                bar = tqdm(total=cfg.steps, desc=f"{variant} s{seed}", unit="step", disable=quiet, file=sys.stderr,
+                bar = tqdm(total=cfg.steps_done(), desc=f"{variant} s{seed}", unit="step", disable=quiet, file=sys.stderr,
                            dynamic_ncols=True, mininterval=1.0)  # fmt: skip
 
                 def on_steps(first, losses, variant=variant, seed=seed, bar=bar):
@@ -154,7 +154,10 @@ def options(args: argparse.Namespace):
         raise InputError("--steps: at least 2 (the maps at step 0 and after the last step)")
     if args.lr is not None and not args.lr > 0:
         raise InputError("--lr: must be positive")
-    return train.preset(args.preset, steps=args.steps, lr=args.lr), variants, seeds
+    cfg = train.preset(args.preset, steps=args.steps, lr=args.lr, stop_after=args.stop_after)
+    if cfg.stop_after is not None and not 0 < cfg.stop_after < cfg.steps - 1:
+        raise InputError(f"--stop-after: a step from 1 to {cfg.steps - 2} (the schedule has {cfg.steps} steps)")
+    return cfg, variants, seeds
 
 
 def run(args: argparse.Namespace) -> int:
@@ -176,13 +179,15 @@ def run(args: argparse.Namespace) -> int:
             "preset": preset_name, "variants": list(variants), "seeds": list(seeds),
             "train": asdict(cfg), "learning_rates": {v: cfg.lr_of(v) for v in variants},
         })  # fmt: skip
+        folder.update(stopped_after=cfg.stop_after)
     print(f"run folder: {folder.path}")
     try:
         walls = train_bundles(folder, cfg, corpus, variants, seeds, args.quiet)
     except BaseException as exc:
         folder.fail(exc)
         raise
-    shutil.rmtree(folder.path / CHECKPOINTS, ignore_errors=True)
+    if cfg.stop_after is None:  # a stopped run keeps them, to be carried on with --resume
+        shutil.rmtree(folder.path / CHECKPOINTS, ignore_errors=True)
     folder.complete(variant_wall_s=walls)
     judged = tuple(v for v in VARIANTS if v in variants)
     if 0 not in seeds or not judged:
@@ -205,6 +210,8 @@ def register(subparsers) -> None:
                    help="paper: the original runs (12,000 steps); smoke: a tiny check (minutes on a CPU)")  # fmt: skip
     p.add_argument("--out", type=Path, help="the run folder, new or empty (default: runs/<time>-<preset>-s<seed>)")
     p.add_argument("--steps", type=int, help="training steps (telemetry at 0, steps/10, steps/2, steps-1)")
+    p.add_argument("--stop-after", type=int, metavar="STEP",
+                   help="stop after this step of the schedule (telemetry steps up to it are recorded)")
     p.add_argument("--seed", type=seed, default=0, help="the seed (default 0, the published runs)")
     p.add_argument("--seeds", type=list_of(seed), help="several seeds, comma-separated (overrides --seed)")
     p.add_argument("--variants", type=list_of(str, [v for members in BUNDLES.values() for v in members], "variant"),

@@ -48,6 +48,11 @@ class TrainConfig:
     weight_decay: float = 0.01
     lr: float | None = None  # one learning rate for every variant, else LEARNING_RATES
     chunk: int = 50
+    stop_after: int | None = None  # the last step trained: the first part of the schedule, else all of it
+
+    def steps_done(self) -> int:
+        """How many steps a run of this configuration trains."""
+        return self.steps if self.stop_after is None else self.stop_after + 1
 
     def lr_of(self, variant: str) -> float:
         return self.lr if self.lr is not None else LEARNING_RATES[variant]
@@ -63,11 +68,12 @@ class TrainConfig:
     def original_cfg(self) -> dict:
         """The `cfg` record of the original run JSON."""
         m, lr = self.model, self.lr if self.lr is not None else LEARNING_RATES["softmax"]
-        return {
+        cfg = {
             "D": m.d_model, "LAYERS": m.layers, "HEADS": m.heads, "T": m.seq_len, "FF": m.d_ff,
             "BATCH": self.batch, "STEPS": self.steps, "LR": lr, "DROP": m.dropout,
             "EVAL_EVERY": self.eval_every, "VAL_BATCHES": self.val_batches,
         }  # fmt: skip
+        return cfg if self.stop_after is None else {**cfg, "STOPPED_AFTER": self.stop_after}
 
 
 PRESETS = {
@@ -179,8 +185,10 @@ def init_state(variant: str, cfg: TrainConfig, seed: int):
 
 
 def chunk_plan(cfg: TrainConfig) -> list[tuple[int, int]]:
-    """(first step, number of steps) of each device call; chunks end at every event."""
-    ends = sorted({s + 1 for s in cfg.telemetry_steps() if s > 0} | set(cfg.eval_points()))
+    """(first step, number of steps) of each device call; chunks end at every event and at the stop."""
+    last = cfg.steps_done()
+    ends = sorted({s + 1 for s in cfg.telemetry_steps() if s > 0} | set(cfg.eval_points()) | {last})
+    ends = [end for end in ends if end <= last]
     plan, start = [], 0
     for end in ends:
         for first in range(start, end, cfg.chunk):
@@ -295,13 +303,16 @@ def train_variant(
             on_eval(done, curve[-1]["val"])
             if checkpoint is not None:
                 save_checkpoint(checkpoint, state, done, losses, curve, score_max, maps)
+    done = cfg.steps_done()
+    if checkpoint is not None and done < cfg.steps and done not in cfg.eval_points():
+        save_checkpoint(checkpoint, state, done, losses, curve, score_max, maps)  # to carry on later
     q, k, attn = (np.asarray(a, dtype=np.float16) for a in probe(state[0], state[1], window_T))
     b_LH = eps_LH = None
     if variant != "softmax":
         scalars = nnx.merge(graphdef, state[0], state[1]).kernel_scalars()
         b_LH, eps_LH = (np.asarray(a, dtype=np.float64) for a in scalars)
     return RunResult(
-        variant=variant, seed=seed, lr=cfg.lr_of(variant), losses=losses, curve=curve, tokens_T=window_T,
+        variant=variant, seed=seed, lr=cfg.lr_of(variant), losses=losses[:done], curve=curve, tokens_T=window_T,
         prompt=corpus.decode(window_T),
         maps=maps, q_LHTD=q, k_LHTD=k, attn_LHTT=attn, score_max=score_max,
         b_LH=b_LH, eps_LH=eps_LH, wall_s=time.perf_counter() - t0,
