@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attngeom import bundles, expected, results, verify
+from attngeom import bundles, expected, judge, results
 from bundle_tools import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,7 +84,7 @@ def verdicts_after(tamper, published_root, tmp_path, mathematics) -> dict[str, s
     tamper(root)
     models = bundles.load_models(root)
     res = {"models": {v: results.model_results(m) for v, m in models.items()}, "mathematics": mathematics}
-    return {row["id"]: row["verdict"] for row in verify.judge_all(res, "published")}
+    return {row["id"]: row["verdict"] for row in judge.judge_all(res, "published")}
 
 
 def scale_kernel_queries(root):

@@ -1,8 +1,8 @@
 """One function per claim family: each reads the statistic a quoted claim is about from results.
 
 The expected file (expected/claims.json) names, for every quoted claim, the function here that
-computes it and the arguments; expected.py judges the returned value against the quote.
-A function returns a number or a boolean.
+computes it and the arguments; judge.py judges the returned value against the quote.
+A function returns a number or a boolean; the arguments named in MODEL_ARGS name the models it reads.
 """
 
 from __future__ import annotations
@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attngeom import toy
+
+MODEL_ARGS = ("model", "sharp", "diffuse", "fewer", "more", "a", "b")
+SetupValue = int | list[int] | None
 
 
 def scale_moved_rows(results: dict, model: str) -> int:
@@ -74,8 +77,9 @@ def census_fewer_owners(results: dict, fewer: str, more: str) -> bool:
     return a < b
 
 
-def setup_fact(results: dict, fact: str) -> int | list:
-    """A setup fact read from the bundles; it must agree across every model.
+def setup_fact(results: dict, fact: str) -> SetupValue | str:
+    """A setup fact read from the bundles; it must agree across every model, else 'disagree: ...',
+    a string that never passes.
 
     'checkpoints' are reported as the number of updates each map follows: the last map is
     stored under key step<STEPS-1>, taken after the final (STEPS-th) update.

@@ -9,51 +9,13 @@ per claim and a closing `N passed, M failed` line. Exit status: 0 all judged cla
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
-from attngeom import expected, fetch, html_report, report
+from attngeom import expected, fetch, html_report, judge, report
 from attngeom.options import list_of
 from attngeom.bundles import VARIANTS, load_models
-from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
 from attngeom.results import compute_results
-
-
-def judge_all(results: dict, tier: str, smoke: bool = False) -> list[dict]:
-    """One row per claim in expected/: measured value, expected value, verdict."""
-    rerun = expected.load_rerun() if tier == "rerun" else {}
-    rows = []
-    for entry in expected.load_claims():
-        how = expected.judgement_for(entry, tier, rerun, smoke)
-        try:
-            measured = CLAIM_FUNCTIONS[entry["function"]](results, **entry["args"])
-        except KeyError as exc:  # a model these bundles do not hold
-            measured, how = None, how if isinstance(how, str) else f"needs {exc.args[0]}, not in these bundles"
-        row = {k: entry[k] for k in ("id", "claim", "quote", "source", "function", "unit", "tier")}
-        row["measured_value"] = measured if not isinstance(measured, float) or math.isfinite(measured) else None
-        row["measured"] = expected.fmt(measured) if measured is not None else "-"
-        if isinstance(how, str):
-            row.update(expected="-", tolerance_reason=how, verdict="SKIP")
-        else:
-            row.update(
-                expected=expected.describe(how),
-                tolerance_reason=how.reason,
-                verdict="PASS" if expected.passes(measured, how) else "FAIL",
-            )
-        rows.append(row)
-    return rows
-
-
-def summarise(rows: list[dict]) -> dict:
-    """Counts and the overall verdict."""
-    count = {v: sum(r["verdict"] == v for r in rows) for v in ("PASS", "FAIL", "SKIP")}
-    return {
-        "passed": count["PASS"],
-        "failed": count["FAIL"],
-        "skipped": count["SKIP"],
-        "verdict": "PASS" if count["FAIL"] == 0 else "FAIL",
-    }
 
 
 def run_verify(
@@ -67,10 +29,10 @@ def run_verify(
     root = Path(bundles_root) if bundles_root is not None else fetch.fetch_bundles()
     models = load_models(root, variants)
     results = compute_results(models)
-    rows = judge_all(results, tier, smoke)
+    rows = judge.judge_all(results, tier, "smoke" if smoke else "all")
     inputs = [path for m in models.values() for path in dict.fromkeys(m.files.values())]
     doc = {
-        "summary": summarise(rows),
+        "summary": judge.summarise(rows),
         "tier": tier,
         "preset": "smoke" if smoke else "paper",
         "bundles": str(root),
