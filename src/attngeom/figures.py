@@ -24,7 +24,7 @@ from matplotlib.colors import ListedColormap
 from attngeom import figures_toy, html_report, stats
 from attngeom.bundles import ModelEvidence, load_models
 from attngeom.errors import InputError
-from attngeom.figures_toy import COLORS, STYLE, new_figure, save_gif
+from attngeom.drawing import COLORS, STYLE, new_figure, save_gif
 
 FIGURE_VARIANTS = ("softmax", "yat_b")
 

@@ -1,7 +1,7 @@
 """The reviewer's report as one self-contained `index.html`: verdict, claims, figures, provenance.
 
-Everything is inline (CSS, the live territory map's JavaScript, the figures as base64 data URIs),
-so the file opens from disk with no network. The page only presents what `report.json` and
+Everything is inline (the style sheet and the live territory map's script from assets/, the
+figures as base64 data URIs), so the file opens from disk with no network. The page only presents what `report.json` and
 `results.json` already hold; it computes nothing that is judged.
 """
 
@@ -18,43 +18,6 @@ ASSETS = Path(__file__).with_name("assets")
 INDEX = "index.html"
 FIGURES_DIR = "figures"
 FIGURES_JSON = "figures.json"
-
-CSS = """
-body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1180px; padding: 0 1.2em 3em; color: #1b1b1b; }
-h1 { font-size: 1.5em; margin: .8em 0 .3em; }
-h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 1.8em; }
-.verdict { padding: .8em 1em; border-radius: 6px; font-size: 1.25em; font-weight: 600; }
-.verdict.PASS { background: #e3f4e3; border: 2px solid #2e7d32; }
-.verdict.FAIL { background: #fde8e8; border: 2px solid #c62828; }
-.verdict small { font-weight: 400; font-size: .75em; display: block; margin-top: .2em; }
-table { border-collapse: collapse; width: 100%; margin: .6em 0; }
-th, td { border: 1px solid #ddd; padding: .35em .5em; vertical-align: top; text-align: left; }
-th { background: #f3f3f3; }
-td.num { font-family: ui-monospace, monospace; white-space: nowrap; }
-tr.FAIL td { background: #fde8e8; }
-tr.SKIP td { color: #777; }
-.badge { display: inline-block; padding: 0 .45em; border-radius: 4px; font-weight: 700; color: #fff; }
-.badge.PASS { background: #2e7d32; } .badge.FAIL { background: #c62828; } .badge.SKIP { background: #888; }
-blockquote { margin: .25em 0 0; padding-left: .6em; border-left: 3px solid #bbb; color: #444; font-style: italic; }
-.source { color: #666; font-size: .85em; }
-code { font-size: .88em; }
-figure { margin: 1.2em 0; }
-figure img { max-width: 100%; border: 1px solid #ddd; }
-figcaption { color: #333; max-width: 60em; }
-.counters { font-family: ui-monospace, monospace; font-size: .85em; color: #555; }
-#territory .maps { display: flex; gap: 1.5em; flex-wrap: wrap; }
-#territory canvas { width: 300px; height: 300px; border: 1px solid #999; cursor: grab; touch-action: none; }
-#territory .swatch { display: inline-block; width: 1em; height: 1em; border: 1px solid #333; vertical-align: middle; }
-#territory label { display: inline-block; margin-right: 1.5em; }
-#claims { table-layout: fixed; }
-#claims td, #inputs td { overflow-wrap: anywhere; white-space: normal; }
-#claims th:nth-child(1) { width: 13%; } #claims th:nth-child(2) { width: 37%; }
-#claims th:nth-child(3), #claims th:nth-child(4) { width: 10%; } #claims th:nth-child(5) { width: 15%; }
-#claims th:nth-child(6) { width: 6%; } #claims th:nth-child(7) { width: 9%; }
-#territory table { width: auto; }
-.fail-list a { color: #c62828; font-weight: 600; }
-"""
-
 
 def _e(value) -> str:
     return escape("" if value is None else str(value))
@@ -212,7 +175,7 @@ def render(out_dir: Path, report: dict, results: dict) -> str:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>attngeom: {_e(report.get("summary", {}).get("verdict"))} - the geometry of attention, verified</title>
-<style>{CSS}</style></head>
+<style>{(ASSETS / "report.css").read_text(encoding="utf-8")}</style></head>
 <body>
 <h1>The Geometry of Attention Is a Choice of Kernel: verification report</h1>
 {_verdict(report)}

@@ -58,14 +58,14 @@ def markdown(report: dict, results: dict) -> str:
     lines = [
         "# attngeom: verification report",
         "",
-        f"**{s['verdict']}**: {s['passed']} passed, {s['failed']} failed, {s['skipped']} not judged "
+        f"**{s['verdict']}**: {s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped "
         f"(tier: {report['tier']}; {report['provenance']['date']}).",
         "",
         "| verdict | claim | quote (place in the post) | expected | measured | tolerance reason |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for c in report["claims"]:
-        mark = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIP": "skip"}[c["verdict"]]
+        mark = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIP": "SKIP"}[c["verdict"]]
         lines.append(
             f"| {mark} | {_cell(c['claim'])} (`{c['id']}`) | \"{_cell(c['quote'])}\" ({_cell(c['source'])}) "
             f"| {_cell(c['expected'])} | {_cell(c['measured'])} | {_cell(c['tolerance_reason'])} |"
