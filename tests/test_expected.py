@@ -30,3 +30,31 @@ def test_every_published_claim_has_a_rerun_band():
     published = {e["id"] for e in expected.load_claims() if e["tier"] == "published bundles"}
     assert published <= set(bands)
     assert all(b["smoke"] for cid, b in bands.items() if cid.startswith("toy."))
+
+
+def test_step_statistics_are_the_published_maps_and_their_bands_cover_the_authors_reruns():
+    """rerun.json's per-step values are the published maps' statistics; the author's reruns fall inside the bands."""
+    import numpy as np
+
+    from attngeom import fetch, stats
+    from attngeom.bundles import STRICT_MASK
+
+    published = fetch.fetch_bundles()
+    telemetry = fetch.fetch_bundles(fetch.TELEMETRY_BUNDLES)
+    files = {"softmax": published / "kgl_blog-attngeom-qk", "yat_b": published / "kgl_blog-attngeom-qk",
+             "goat_v": published / "kgl_blog-attngeom-goat"}
+    reruns = {"yat_b": telemetry / "kgl_blog-yatattn-b-telem", "goat_v": telemetry / "kgl_blog-goat-telem"}
+    measure = {"occupancy": lambda m, strict: stats.occupancy(m, strict).mean() * 128,
+               "entropy": lambda m, strict: stats.norm_entropy(m, strict).mean()}
+    steps = expected.load_steps()
+    assert sorted(steps) == [1200, 6000]
+    for step, statistics in steps.items():
+        for name, band in statistics.items():
+            for model, value in band["published"].items():
+                with np.load(files[model] / f"attn_{model}_s0.npz") as z:
+                    assert measure[name](z[f"step{step}"], STRICT_MASK[model]) == pytest.approx(value, abs=1e-6)
+                if model in reruns:
+                    with np.load(reruns[model] / f"attn_{model}_s0.npz") as z:
+                        drift = abs(measure[name](z[f"step{step}"], STRICT_MASK[model]) - value)
+                    assert 0 < drift < band["tolerance"], (step, name, model)
+            assert abs(band["published"]["softmax"] - band["published"]["yat_b"]) > 2 * band["tolerance"]

@@ -104,3 +104,15 @@ def test_summarise_counts_and_fails_on_any_failure():
     rows = [{"verdict": v} for v in ("PASS", "SKIP", "PASS")]
     assert judge.summarise(rows) == {"passed": 2, "failed": 0, "skipped": 1, "verdict": "PASS"}
     assert judge.summarise([*rows, {"verdict": "FAIL"}])["verdict"] == "FAIL"
+
+
+def test_a_stopped_run_gets_a_row_per_statistic_at_each_step_it_reached():
+    assert judge.stopped_run_entries(1199) == []
+    entries = judge.stopped_run_entries(1200)
+    assert {e["id"] for e in entries} == {f"step1200.{m}.{s}" for m in ("softmax", "yat_b", "goat_v")
+                                          for s in ("occupancy", "entropy")}
+    assert len(judge.stopped_run_entries(11998)) == 12
+    row = next(e for e in entries if e["id"] == "step1200.yat_b.entropy")
+    j = judge.judgement_for(row, "published", {}, "truncated")
+    assert (j.value, j.tolerance) == (0.753121, 0.03) and passes(0.7581, j) and not passes(0.79, j)
+    assert judge.models_needed(row) == ["yat_b"]

@@ -42,6 +42,17 @@ def distinct_winners(results: dict, model: str, step: str) -> float:
     return occ[key] * results["models"][model]["setup"]["window"]
 
 
+def distinct_winners_at(results: dict, model: str, step: int) -> float:
+    """Mean over heads of the distinct winners among 128 keys at a telemetry step."""
+    m = results["models"][model]
+    return m["occupancy_by_step"][str(step)] * m["setup"]["window"]
+
+
+def mean_norm_entropy_at(results: dict, model: str, step: int) -> float:
+    """Mean normalised entropy of the scorable rows of the maps at a telemetry step."""
+    return results["models"][model]["mean_norm_entropy_by_step"][str(step)]
+
+
 def inversion(results: dict, sharp: str, diffuse: str) -> bool:
     """The model with sharper rows (lower entropy) crowns more distinct winners at the end."""
     a, b = results["models"][sharp], results["models"][diffuse]

@@ -1,7 +1,9 @@
 """The frozen expected values (expected/*.json): read and validated; judge.py judges against them.
 
 `claims.json` holds one entry per quoted claim, judged as published; `rerun.json` holds, per claim
-id, the band a fresh rerun is judged with and whether the claim applies to the smoke preset.
+id, the band a fresh rerun is judged with and whether the claim applies to the smoke preset and to a
+run stopped early, and, per telemetry step, the published statistics a run stopped early is judged
+against.
 """
 
 from __future__ import annotations
@@ -64,6 +66,18 @@ def load_rerun(folder: Path | None = None) -> dict[str, dict]:
         merged = {**claims[cid], **band}
         _check_judgement(path, cid, merged["comparison"], merged["tolerance"])
     return bands
+
+
+def load_steps(folder: Path | None = None) -> dict[int, dict[str, dict]]:
+    """rerun.json's `steps`: step -> statistic -> {function, label, unit, tolerance, reason, published}."""
+    path = (folder or EXPECTED_DIR) / "rerun.json"
+    steps = _read(path).get("steps", {})
+    for step, statistics in steps.items():
+        for name, band in statistics.items():
+            missing = [f for f in ("function", "label", "unit", "tolerance", "reason", "published") if f not in band]
+            if missing or not step.isdigit() or band["function"] not in CLAIM_FUNCTIONS:
+                raise InputError(f"{path}: steps.{step}.{name} is malformed (lacks {', '.join(missing) or 'nothing'})")
+    return {int(step): statistics for step, statistics in steps.items()}
 
 
 def sha256_of(folder: Path | None = None) -> dict[str, str]:

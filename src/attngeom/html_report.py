@@ -30,11 +30,28 @@ def _verdict(report: dict) -> str:
     links = ", ".join(f'<a href="#claim-{_e(c["id"])}">{_e(c["id"])}</a>' for c in failing)
     fail_line = f'<small class="fail-list">Failing: {links}</small>' if failing else ""
     tier = _e(report.get("tier", "published"))
+    ev = report.get("evidence")
+    chosen = f"<small id=\"evidence\">Evidence: {_e(ev['line'].removeprefix('evidence: '))}.</small>" if ev else ""
+    warnings = "".join(f'<small class="warning">Warning: {_e(w)}</small>' for w in report.get("warnings", []))
     return (
         f'<div class="verdict {_e(verdict)}" id="verdict">{_e(verdict)}: {s.get("passed", 0)} passed, '
         f"{s.get('failed', 0)} failed, {s.get('skipped', 0)} skipped"
         f"<small>Evidence tier: {tier}. Every claim below is a number quoted in the posts, "
-        f"recomputed from the bundles and judged against its tolerance.</small>{fail_line}</div>"
+        f"recomputed from the bundles and judged against its tolerance.</small>{chosen}{warnings}{fail_line}</div>"
+        + _preflight(report.get("preflight"))
+    )
+
+
+def _preflight(preflight: dict | None) -> str:
+    """The run's fidelity preflight from its manifest; anything but PASS in red."""
+    if not preflight:
+        return ""
+    verdict = str(preflight.get("verdict", "ERROR"))
+    return (
+        f'<p id="preflight" class="preflight {"PASS" if verdict == "PASS" else "FAIL"}">Fidelity preflight: '
+        f'<span class="badge {"PASS" if verdict == "PASS" else "FAIL"}">{_e(verdict)}</span> '
+        f"({_e(preflight.get('steps', '?'))} steps on {_e(preflight.get('device', '?'))}, against the author's "
+        f"training script; <code>{_e(preflight.get('file', 'fidelity.json'))}</code> in the run folder)</p>"
     )
 
 

@@ -19,6 +19,7 @@ from attngeom.claims import CLAIM_FUNCTIONS, MODEL_ARGS
 VERDICTS = ("PASS", "FAIL", "SKIP")
 # What the evidence can show: every claim, only what holds at any size, or what a run stopped early shows.
 SCOPES = ("all", "smoke", "truncated")
+STOPPED_RUN = "stopped run"  # the tier field of the statistics judged at the steps a stopped run reached
 ROW_FIELDS = ("id", "claim", "quote", "source", "function", "unit", "tier")
 
 
@@ -39,6 +40,8 @@ def judgement_for(entry: dict, tier: str, rerun: dict[str, dict], scope: str = "
     its reason and `smoke`); a claim without a band is not judged on reruns. The scope applies in
     every tier: a tier changes the tolerances, never what the evidence can show.
     """
+    if entry["tier"] == STOPPED_RUN:  # judged within its own band, in every tier
+        return Judgement(entry["value"], entry["comparison"], entry["tolerance"], entry["reason"])
     band = rerun.get(entry["id"])
     if entry["tier"] != "mathematics":
         if scope == "smoke" and not (band or {}).get("smoke", False):
@@ -100,6 +103,31 @@ def models_needed(entry: dict) -> list[str]:
     return [entry["args"][name] for name in MODEL_ARGS if name in entry["args"]]
 
 
+def stopped_run_entries(stopped_after: int) -> list[dict]:
+    """Claim-shaped entries for a run stopped early: its statistics at each telemetry step it reached,
+    against the published bundles' maps at that step, within the band of the author's own reruns."""
+    return [
+        {
+            "id": f"step{step}.{model}.{name}",
+            "claim": f"{model}: {band['label']} at step {step}, as in the published run",
+            "quote": f"(not a quote: the published bundles' step{step} map of {model})",
+            "source": f"the published bundles, attn_{model}_s0.npz, key step{step}",
+            "function": band["function"],
+            "args": {"model": model, "step": step},
+            "value": value,
+            "unit": band["unit"],
+            "comparison": "abs",
+            "tolerance": band["tolerance"],
+            "reason": band["reason"],
+            "tier": STOPPED_RUN,
+        }
+        for step, statistics in expected.load_steps().items()
+        if step <= stopped_after
+        for name, band in statistics.items()
+        for model, value in band["published"].items()
+    ]
+
+
 def _measure(entry: dict, results: dict):
     try:
         return CLAIM_FUNCTIONS[entry["function"]](results, **entry["args"])
@@ -107,10 +135,12 @@ def _measure(entry: dict, results: dict):
         raise RuntimeError(f"claim {entry['id']}: {entry['function']} raised {type(exc).__name__}: {exc}") from exc
 
 
-def judge_all(results: dict, tier: str, scope: str = "all") -> list[dict]:
-    """One row per claim in expected/."""
+def judge_all(results: dict, tier: str, scope: str = "all", stopped_after: int | None = None) -> list[dict]:
+    """One row per claim in expected/, and for a run stopped early one per statistic at each step it reached."""
     rerun = expected.load_rerun()
     entries = expected.load_claims()
+    if scope == "truncated" and stopped_after is not None:
+        entries += stopped_run_entries(stopped_after)
     rows = []
     for entry in entries:
         how = judgement_for(entry, tier, rerun, scope)

@@ -52,6 +52,27 @@ def statistics_table(results: dict) -> list[str]:
     return lines
 
 
+def failing_lines(claims: list[dict]) -> list[str]:
+    """The failing claims, one line each with what was measured against what was expected."""
+    failing = [c for c in claims if c["verdict"] == "FAIL"]
+    if not failing:
+        return []
+    lines = [f"Failing claims ({len(failing)}):", ""]
+    lines += [
+        f"- `{c['id']}`: {_cell(c['claim'])}: measured {_cell(c['measured'])}, expected {_cell(c['expected'])}"
+        for c in failing
+    ]
+    return [*lines, ""]
+
+
+def preflight_line(preflight: dict) -> str:
+    """The run's fidelity preflight (recorded in its manifest) in one line."""
+    verdict = preflight.get("verdict", "ERROR")
+    mark = verdict if verdict == "PASS" else f"**{verdict}**"
+    return (f"Fidelity preflight: {mark} ({preflight.get('steps', '?')} steps on {_cell(preflight.get('device', '?'))}, "
+            f"against the author's training script; {_cell(preflight.get('file', 'fidelity.json'))}).")  # fmt: skip
+
+
 def markdown(report: dict, results: dict) -> str:
     """REPORT.md: the verdict, one table row per claim, then every model's statistics."""
     s = report["summary"]
@@ -61,6 +82,14 @@ def markdown(report: dict, results: dict) -> str:
         f"**{s['verdict']}**: {s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped "
         f"(tier: {report['tier']}; {report['provenance']['date']}).",
         "",
+        *failing_lines(report["claims"]),
+        *[f"Warning: {_cell(w)}" + "\n" for w in report.get("warnings", [])],
+    ]
+    if "evidence" in report:
+        lines += [f"Evidence: {_cell(report['evidence']['line'].removeprefix('evidence: '))}.", ""]
+    if report.get("preflight"):
+        lines += [preflight_line(report["preflight"]), ""]
+    lines += [
         "| verdict | claim | quote (place in the post) | expected | measured | tolerance reason |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
