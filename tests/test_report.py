@@ -34,3 +34,18 @@ def test_write_report_writes_the_three_files(tmp_path: Path):
     assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8")) == doc
     assert json.loads((tmp_path / "results.json").read_text(encoding="utf-8")) == results
     assert (tmp_path / "REPORT.md").read_text(encoding="utf-8") == report.markdown(doc, results)
+
+
+def test_markdown_opens_with_the_failing_claims_and_says_what_was_judged():
+    doc = _doc([_row("a", "PASS"), _row("b.bad", "FAIL")])
+    doc["evidence"] = {"line": "evidence: paper rerun (cfg has the paper's configuration): judged with the rerun tier"}
+    doc["warnings"] = ["--tier published overrides the rerun tier"]
+    doc["preflight"] = {"verdict": "ERROR", "steps": 3, "device": "cpu", "file": "fidelity.json"}
+    lines = report.markdown(doc, {"models": {}}).splitlines()
+    first = lines.index("Failing claims (1):")
+    assert first < 6 and lines[first + 2] == "- `b.bad`: a \\| b: measured 1, expected = 0"
+    assert first < lines.index("| verdict | claim | quote (place in the post) | expected | measured | tolerance reason |")
+    assert "Warning: --tier published overrides the rerun tier" in lines
+    assert "Evidence: paper rerun (cfg has the paper's configuration): judged with the rerun tier." in lines
+    assert any(line.startswith("Fidelity preflight: **ERROR** (3 steps on cpu") for line in lines)
+    assert "Failing claims" not in report.markdown(_doc([_row("a", "PASS")]), {"models": {}})

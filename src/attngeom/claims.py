@@ -88,23 +88,22 @@ def census_fewer_owners(results: dict, fewer: str, more: str) -> bool:
     return a < b
 
 
+def checkpoint_labels(checkpoints: list[int], steps: int | None) -> list[int]:
+    """Checkpoints as the posts count them: the last map is stored under key step<STEPS-1>
+    (the index of the last step), taken after the final, STEPS-th update, and counted as STEPS."""
+    labels = list(checkpoints)
+    if steps is not None and labels and labels[-1] == steps - 1:
+        labels[-1] = steps
+    return labels
+
+
 def setup_fact(results: dict, fact: str) -> SetupValue | str:
     """A setup fact read from the bundles; it must agree across every model, else 'disagree: ...',
-    a string that never passes.
-
-    'checkpoints' are reported as the number of updates each map follows: the last map is
-    stored under key step<STEPS-1>, taken after the final (STEPS-th) update.
-    """
+    a string that never passes. 'checkpoints' are counted as checkpoint_labels does."""
     values = []
     for m in results["models"].values():
         setup = m["setup"]
-        if fact == "checkpoints":
-            steps = list(setup["checkpoints"])
-            if setup["steps"] is not None and steps[-1] == setup["steps"] - 1:
-                steps[-1] = setup["steps"]
-            values.append(steps)
-        else:
-            values.append(setup[fact])
+        values.append(checkpoint_labels(setup["checkpoints"], setup["steps"]) if fact == "checkpoints" else setup[fact])
     if any(v != values[0] for v in values):
         return f"disagree: {values}"
     return values[0]

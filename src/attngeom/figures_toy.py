@@ -50,15 +50,15 @@ def territory(folder: Path) -> dict:
     """Figure 1: body 4 orbits; both owner maps recomputed at every frame."""
     frames = toy.orbit_bodies()
     share = {"dot": [], "kernel": []}
-    fig = new_figure((8.4, 4.6))
+    fig = new_figure((8.4, 4.9))
     axes = fig.subplots(1, 2)
     images = {law: map_axes(ax, 2.0, law, COLORS) for ax, law in zip(axes, share)}
     dots = [ax.scatter(*frames[0].T, c=COLORS, s=60, edgecolors="k", zorder=3) for ax in axes]
     th = np.linspace(0, 2 * np.pi, 100)
     orbits = [ax.plot(0.6 + 0.9 * np.cos(th), -0.2 + 0.9 * np.sin(th), ":", color=COLORS[3], lw=1)[0] for ax in axes]
-    text = fig.text(0.5, 0.03, "", ha="center")
+    text = fig.text(0.5, 0.02, "", ha="center", va="bottom")
     fig.suptitle("One body (red) orbits: who owns each point of the plane under each law")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.08, 1, 1))  # room for the caption below the tick labels
 
     def update(i: int) -> None:
         for law, img in images.items():
@@ -167,8 +167,7 @@ def ray_ride(folder: Path) -> dict:
         bars[law] = ax.bar(np.arange(1, K + 1), ride[law][0], color=colors, edgecolor="k")
         ax.set(ylim=(0, 1), xticks=np.arange(1, K + 1), xlabel="body", title=title)
     ax_soft.set_ylabel("weight")
-    mass = ax_ker.text(0.5, 0.93, "", transform=ax_ker.transAxes, ha="center", fontweight="bold")
-    length = fig.text(0.5, 0.02, "", ha="center")
+    readout = fig.text(0.5, 0.02, "", ha="center")  # below the axes, where no bar reaches
     fig.suptitle("One ray, two readings: the query's length is a temperature for softmax, an address for the kernel")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
 
@@ -177,8 +176,7 @@ def ray_ride(folder: Path) -> dict:
         for law, row in bars.items():
             for bar, h in zip(row, ride[law][i]):
                 bar.set_height(h)
-        mass.set_text(f"raw mass Σκ = {ride['mass'][i]:.2f}")
-        length.set_text(f"|q| = {ride['length'][i]:.2f}")
+        readout.set_text(f"|q| = {ride['length'][i]:.2f}      kernel's raw mass Σκ = {ride['mass'][i]:.2f}")
 
     save_gif(
         fig,
@@ -186,7 +184,7 @@ def ray_ride(folder: Path) -> dict:
         len(ride["length"]),
         10,
         update,
-        [query, *bars["softmax"], *bars["kernel"], mass, length],
+        [query, *bars["softmax"], *bars["kernel"], readout],
     )
     return {
         "file": "ray_ride.gif",

@@ -9,18 +9,37 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from html import escape
 from pathlib import Path
 
 from attngeom.files import write_atomic
+from attngeom.report import statistics_rows
 
 ASSETS = Path(__file__).with_name("assets")
 INDEX = "index.html"
 FIGURES_DIR = "figures"
 FIGURES_JSON = "figures.json"
 
+# The posts' inline LaTeX, as text a reader can read without a math font or script.
+_LATEX = {r"\,": "\u2009", r"\;": " ", r"\!": "", r"\cdot": "·", r"\times": "×", r"\epsilon": "ε",
+          r"\varepsilon": "ε", r"\kappa": "κ", r"\theta": "θ", r"\pi": "π", r"\infty": "∞", r"\le": "≤",
+          r"\ge": "≥", r"\approx": "≈", r"\to": "→", r"\sum": "Σ", r"\sqrt": "√", r"\|": "‖"}  # fmt: skip
+_LATEX_RE = re.compile("|".join(re.escape(k) + (r"(?![a-zA-Z])" if k[1:].isalpha() else "") for k in _LATEX))
+
+
 def _e(value) -> str:
     return escape("" if value is None else str(value))
+
+
+def math_text(value) -> str:
+    """Escaped text with inline LaTeX ($1/t$, u \\cdot k, x^2) rendered as readable HTML."""
+    text = re.sub(r"\$([^$]+)\$", r"\1", "" if value is None else str(value))
+    text = re.sub(r"\\(?:mathrm|text|operatorname)\{([^}]*)\}", r"\1", text)
+    text = re.sub(r"\\frac\{([^}]*)\}\{([^}]*)\}", r"(\1)/(\2)", text)
+    text = escape(_LATEX_RE.sub(lambda m: _LATEX[m.group(0)], text))
+    text = re.sub(r"\^\{([^}]*)\}|\^([\w.]+)", lambda m: f"<sup>{m.group(1) or m.group(2)}</sup>", text)
+    return re.sub(r"_\{([^}]*)\}", r"<sub>\1</sub>", text)
 
 
 def _verdict(report: dict) -> str:
@@ -36,7 +55,7 @@ def _verdict(report: dict) -> str:
     return (
         f'<div class="verdict {_e(verdict)}" id="verdict">{_e(verdict)}: {s.get("passed", 0)} passed, '
         f"{s.get('failed', 0)} failed, {s.get('skipped', 0)} skipped"
-        f"<small>Evidence tier: {tier}. Every claim below is a number quoted in the posts, "
+        f"<small>{'' if ev else f'Evidence tier: {tier}. '}Every claim below is a number quoted in the posts, "
         f"recomputed from the bundles and judged against its tolerance.</small>{chosen}{warnings}{fail_line}</div>"
         + _preflight(report.get("preflight"))
     )
@@ -62,7 +81,7 @@ def _claims(report: dict) -> str:
         rows.append(
             f'<tr class="{_e(v)}" id="claim-{_e(c.get("id"))}" data-claim="{_e(c.get("id"))}">'
             f"<td><code>{_e(c.get('id'))}</code></td>"
-            f"<td>{_e(c.get('claim'))}<blockquote>{_e(c.get('quote'))}</blockquote>"
+            f"<td>{math_text(c.get('claim'))}<blockquote>{math_text(c.get('quote'))}</blockquote>"
             f'<span class="source">{_e(c.get("source"))}</span></td>'
             f'<td class="num">{_e(c.get("expected"))}</td><td class="num">{_e(c.get("measured"))}</td>'
             f'<td>{_e(c.get("tolerance_reason"))}</td><td><span class="badge {_e(v)}">{_e(v)}</span></td>'
@@ -71,6 +90,23 @@ def _claims(report: dict) -> str:
     head = "<tr><th>id</th><th>claim, quote and its place in the post</th><th>expected</th><th>measured</th>"
     head += "<th>tolerance</th><th>verdict</th><th>computed by</th></tr>"
     return f'<table id="claims"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _statistics(results: dict) -> str:
+    """Every model's statistics, as in REPORT.md (the best validation losses behind the quality claim included)."""
+    if not results.get("models") or not all("setup" in m for m in results["models"].values()):
+        return ""
+    models, rows = statistics_rows(results)
+    head = "<tr><th>statistic</th>" + "".join(f"<th>{_e(m)}</th>" for m in models) + "</tr>"
+    body = "".join(
+        f"<tr><td>{_e(label)}</td>" + "".join(f'<td class="num">{_e(c)}</td>' for c in cells) + "</tr>"
+        for label, cells in rows
+    )
+    return (
+        '<h2 id="statistics">Statistics per model</h2><p>Every statistic of each model on the fixed window, quoted or '
+        "not (all of them, per head, in <code>results.json</code>).</p>"
+        f'<table id="statistics-table"><thead>{head}</thead><tbody>{body}</tbody></table>'
+    )
 
 
 def _rerun(report: dict) -> str:
@@ -196,10 +232,12 @@ def render(out_dir: Path, report: dict, results: dict) -> str:
 <body>
 <h1>The Geometry of Attention Is a Choice of Kernel: verification report</h1>
 {_verdict(report)}
-<p>Models judged: {n_models}. Sections: <a href="#claims-h">claims</a> &middot; <a href="#figures">figures</a>
+<p>Models judged: {n_models}. Sections: <a href="#claims-h">claims</a> &middot;
+<a href="#statistics">statistics</a> &middot; <a href="#figures">figures</a>
 &middot; <a href="#live">live territory map</a> &middot; <a href="#provenance">provenance</a></p>
 <h2 id="claims-h">Claims</h2>
 {_claims(report)}
+{_statistics(results)}
 {_rerun(report)}
 {_figures(Path(out_dir))}
 {_territory()}
