@@ -4,7 +4,14 @@ from attngeom import claims
 
 
 def _setup(**fields) -> dict:
-    base = {"layers": 6, "heads": 4, "head_dim": 48, "window": 128, "steps": 12000, "checkpoints": [0, 1200, 6000, 11999]}
+    base = {
+        "layers": 6,
+        "heads": 4,
+        "head_dim": 48,
+        "window": 128,
+        "steps": 12000,
+        "checkpoints": [0, 1200, 6000, 11999],
+    }
     return {"setup": {**base, **fields}}
 
 
@@ -36,7 +43,10 @@ def test_inversion_needs_both_sharper_rows_and_more_winners():
     sharp = {"mean_norm_entropy_final": 0.5, "occupancy_by_step": {"11999": 0.6}}
     diffuse = {"mean_norm_entropy_final": 0.7, "occupancy_by_step": {"11999": 0.4}}
     assert claims.inversion({"models": {"s": sharp, "d": diffuse}}, "s", "d") is True
-    assert claims.inversion({"models": {"s": sharp, "d": {**diffuse, "occupancy_by_step": {"11999": 0.7}}}}, "s", "d") is False
+    assert (
+        claims.inversion({"models": {"s": sharp, "d": {**diffuse, "occupancy_by_step": {"11999": 0.7}}}}, "s", "d")
+        is False
+    )
 
 
 def test_hull_walk_share_picks_frames_inside_or_outside():

@@ -2,10 +2,10 @@ import json
 from pathlib import Path
 
 import pytest
+from bundle_tools import QK, copy_published, stop_after
 
 from attngeom import bundles, evidence, verify
 from attngeom.errors import InputError
-from bundle_tools import QK, copy_published, stop_after
 
 
 def _describe(root: Path, variants: tuple[str, ...] = bundles.VARIANTS) -> evidence.Evidence:
@@ -58,8 +58,12 @@ def test_a_stopped_run_missing_a_step_it_reached_is_refused(published_root, tmp_
 def test_the_manifest_names_the_preset_and_must_agree(published_root, tmp_path):
     root = copy_published(published_root, tmp_path / "run")
     _set_cfg(root, D=32, T=32)
-    manifest = {"config": {"preset": "smoke"}, "stopped_after": None, "completed": True,
-                "preflight": {"verdict": "FAIL", "steps": 3, "device": "cpu", "file": "fidelity.json"}}
+    manifest = {
+        "config": {"preset": "smoke"},
+        "stopped_after": None,
+        "completed": True,
+        "preflight": {"verdict": "FAIL", "steps": 3, "device": "cpu", "file": "fidelity.json"},
+    }
     (root / "manifest.json").write_text(json.dumps(manifest))
     ev = _describe(root / QK, ("softmax", "yat_b"))  # the manifest one folder above the bundle
     assert (ev.kind, ev.tier, ev.scope) == ("smoke rerun", "rerun", "smoke")

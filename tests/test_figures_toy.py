@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_drawing import gif_frames
 
 from attngeom import figures_toy, toy
-from test_drawing import gif_frames
 
 
 def test_owner_image_is_the_toy_map():

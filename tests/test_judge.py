@@ -28,7 +28,14 @@ def test_passes(measured, j, ok):
 
 
 def test_rerun_tier_and_smoke():
-    entry = {"id": "x", "tier": "published bundles", "value": 0.12, "comparison": "abs", "tolerance": 0.001, "reason": "r"}
+    entry = {
+        "id": "x",
+        "tier": "published bundles",
+        "value": 0.12,
+        "comparison": "abs",
+        "tolerance": 0.001,
+        "reason": "r",
+    }
     math_entry = {**entry, "tier": "mathematics"}
     bands = {"x": {"comparison": "abs", "tolerance": 0.05, "reason": "drift", "smoke": False}}
     assert judge.judgement_for(entry, "published", bands, "all").tolerance == 0.001
@@ -72,18 +79,35 @@ def test_rerun_bands_cover_the_authors_own_rerun(tmp_path):
     for cid, value in measured.items():
         j = judge.judgement_for(entries[cid], "rerun", bands, scope="all")
         assert passes(float(value), j), (cid, value)
-        assert not passes(float(value), judge.judgement_for(entries[cid], "published", bands, "all")) or cid.endswith("step0")
+        assert not passes(float(value), judge.judgement_for(entries[cid], "published", bands, "all")) or cid.endswith(
+            "step0"
+        )
 
 
 def _entry(cid: str, function: str, **args) -> dict:
-    return {"id": cid, "claim": cid, "quote": "q", "source": "s", "function": function, "args": args, "value": 15240,
-            "unit": "comparisons", "comparison": "exact", "tolerance": None, "reason": "r", "tier": "published bundles"}
+    return {
+        "id": cid,
+        "claim": cid,
+        "quote": "q",
+        "source": "s",
+        "function": function,
+        "args": args,
+        "value": 15240,
+        "unit": "comparisons",
+        "comparison": "exact",
+        "tolerance": None,
+        "reason": "r",
+        "tier": "published bundles",
+    }
 
 
 def test_skip_only_for_an_absent_model_and_a_typo_is_an_internal_error(monkeypatch):
-    entries = [_entry("absent", "scale_comparisons", model="goat_v"), _entry("present", "scale_comparisons", model="softmax")]
+    entries = [
+        _entry("absent", "scale_comparisons", model="goat_v"),
+        _entry("present", "scale_comparisons", model="softmax"),
+    ]
     monkeypatch.setattr(expected, "load_claims", lambda: [dict(e) for e in entries])
-    monkeypatch.setattr(expected, "load_rerun", lambda: {})
+    monkeypatch.setattr(expected, "load_rerun", dict)
     rows = judge.judge_all({"models": {"softmax": {"scale_comparisons": 15240}}}, "published")
     assert [(r["id"], r["verdict"]) for r in rows] == [("absent", "SKIP"), ("present", "PASS")]
     assert rows[0]["tolerance_reason"] == "needs goat_v, not in these bundles" and rows[0]["measured"] == "-"
@@ -109,8 +133,9 @@ def test_summarise_counts_and_fails_on_any_failure():
 def test_a_stopped_run_gets_a_row_per_statistic_at_each_step_it_reached():
     assert judge.stopped_run_entries(1199) == []
     entries = judge.stopped_run_entries(1200)
-    assert {e["id"] for e in entries} == {f"step1200.{m}.{s}" for m in ("softmax", "yat_b", "goat_v")
-                                          for s in ("occupancy", "entropy")}
+    assert {e["id"] for e in entries} == {
+        f"step1200.{m}.{s}" for m in ("softmax", "yat_b", "goat_v") for s in ("occupancy", "entropy")
+    }
     assert len(judge.stopped_run_entries(11998)) == 12
     row = next(e for e in entries if e["id"] == "step1200.yat_b.entropy")
     j = judge.judgement_for(row, "published", {}, "truncated")

@@ -5,17 +5,36 @@ from attngeom import report
 
 
 def _row(cid: str, verdict: str, reason: str = "why") -> dict:
-    return {"id": cid, "claim": "a | b", "quote": "q\nq", "source": "post", "expected": "= 0", "measured": "1",
-            "tolerance_reason": reason, "verdict": verdict}
+    return {
+        "id": cid,
+        "claim": "a | b",
+        "quote": "q\nq",
+        "source": "post",
+        "expected": "= 0",
+        "measured": "1",
+        "tolerance_reason": reason,
+        "verdict": verdict,
+    }
 
 
 def _doc(rows: list[dict]) -> dict:
-    prov = {"command": "reproduce.sh", "machine": "m", "git_commit": None, "versions": {"numpy": "2"},
-            "expected_sha256": {"claims.json": "ab"}, "inputs": {"x.npz": "cd"}, "date": "2026-01-01T00:00:00+00:00"}
+    prov = {
+        "command": "reproduce.sh",
+        "machine": "m",
+        "git_commit": None,
+        "versions": {"numpy": "2"},
+        "expected_sha256": {"claims.json": "ab"},
+        "inputs": {"x.npz": "cd"},
+        "date": "2026-01-01T00:00:00+00:00",
+    }
     passed = sum(r["verdict"] == "PASS" for r in rows)
     failed = sum(r["verdict"] == "FAIL" for r in rows)
-    summary = {"passed": passed, "failed": failed, "skipped": len(rows) - passed - failed,
-               "verdict": "FAIL" if failed else "PASS"}
+    summary = {
+        "passed": passed,
+        "failed": failed,
+        "skipped": len(rows) - passed - failed,
+        "verdict": "FAIL" if failed else "PASS",
+    }
     return {"summary": summary, "tier": "published", "claims": rows, "provenance": prov}
 
 
@@ -44,7 +63,9 @@ def test_markdown_opens_with_the_failing_claims_and_says_what_was_judged():
     lines = report.markdown(doc, {"models": {}}).splitlines()
     first = lines.index("Failing claims (1):")
     assert first < 6 and lines[first + 2] == "- `b.bad`: a \\| b: measured 1, expected = 0"
-    assert first < lines.index("| verdict | claim | quote (place in the post) | expected | measured | tolerance reason |")
+    assert first < lines.index(
+        "| verdict | claim | quote (place in the post) | expected | measured | tolerance reason |"
+    )
     assert "Warning: --tier published overrides the rerun tier" in lines
     assert "Evidence: paper rerun (cfg has the paper's configuration): judged with the rerun tier." in lines
     assert any(line.startswith("Fidelity preflight: **ERROR** (3 steps on cpu") for line in lines)

@@ -17,8 +17,9 @@ def _model(variant: str = "softmax") -> ModelEvidence:
     maps_LHTT = (maps_LHTT / maps_LHTT.sum(-1, keepdims=True)).astype(np.float16)
     one_hot = np.broadcast_to(np.eye(T, dtype=np.float16), (L, H, T, T))
     run = {"best_val": 1.5}
-    return ModelEvidence(variant, 0, np.arange(T, dtype=np.int32), {0: one_hot, 9: maps_LHTT}, q, k, maps_LHTT, run,
-                         {"STEPS": 10})
+    return ModelEvidence(
+        variant, 0, np.arange(T, dtype=np.int32), {0: one_hot, 9: maps_LHTT}, q, k, maps_LHTT, run, {"STEPS": 10}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +28,15 @@ def softmax() -> dict:
 
 
 def test_setup_and_counts_follow_the_shapes(softmax):
-    assert softmax["setup"] == {"layers": L, "heads": H, "head_dim": D, "window": T, "steps": 10,
-                                "checkpoints": [0, 9], "scorable_rows_per_head": T - 1}
+    assert softmax["setup"] == {
+        "layers": L,
+        "heads": H,
+        "head_dim": D,
+        "window": T,
+        "steps": 10,
+        "checkpoints": [0, 9],
+        "scorable_rows_per_head": T - 1,
+    }
     assert softmax["scale_comparisons"] == L * H * (T - 1) * 5
     assert softmax["keys_total"] == L * H * T
     assert softmax["census_head"]["head"] == [3, 0]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from functools import partial
 import sys
+from functools import partial
 
 from attngeom.errors import EXIT_INPUT, InputError
 

@@ -122,5 +122,7 @@ def describe(models: dict[str, ModelEvidence], root: Path, hashes: dict[Path, st
     differs = [f"{k} {cfg.get(k)}, not {want}" for k, want in PAPER_CFG.items() if cfg.get(k) != want]
     kind = "smoke rerun" if preset == "smoke" else "rerun of another configuration"
     stopped = f"; stopped after step {stop}" if stop is not None else ""
-    why = f"{from_manifest}cfg differs from the paper's ({'; '.join(differs[:3])}{'; ...' * (len(differs) > 3)}){stopped}"
+    why = (
+        f"{from_manifest}cfg differs from the paper's ({'; '.join(differs[:3])}{'; ...' * (len(differs) > 3)}){stopped}"
+    )
     return Evidence(kind, "rerun", "smoke", why, stop, preflight, tuple(errors))

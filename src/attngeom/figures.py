@@ -24,8 +24,8 @@ from matplotlib.colors import ListedColormap
 from attngeom import figures_toy, html_report, stats
 from attngeom.bundles import ModelEvidence, load_models
 from attngeom.claims import checkpoint_labels
-from attngeom.errors import InputError
 from attngeom.drawing import COLORS, STYLE, new_figure, save_gif
+from attngeom.errors import InputError
 
 FIGURE_VARIANTS = ("softmax", "yat_b")
 

@@ -154,7 +154,9 @@ def judge_all(results: dict, tier: str, scope: str = "all", stopped_after: int |
         if isinstance(how, str):
             row.update(expected="-", tolerance_reason=how, verdict="SKIP")
         else:
-            row.update(expected=describe(how), tolerance_reason=how.reason, verdict="PASS" if passes(measured, how) else "FAIL")
+            row.update(
+                expected=describe(how), tolerance_reason=how.reason, verdict="PASS" if passes(measured, how) else "FAIL"
+            )
         rows.append(row)
     return rows
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from attngeom.claims import checkpoint_labels
 from attngeom.files import git_commit, sha256_file, versions, write_atomic
 
+
 def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
     """Where the judgement came from: inputs, expected values, software, machine, date, command."""
     return {

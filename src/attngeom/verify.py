@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 from attngeom import evidence, expected, fetch, html_report, judge, report
-from attngeom.options import list_of
 from attngeom.bundles import VARIANTS, load_models
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
 from attngeom.files import sha256_file
+from attngeom.options import list_of
 from attngeom.results import compute_results
 
 
