@@ -34,7 +34,7 @@ class Judgement:
 
 
 def judgement_for(entry: dict, tier: str, rerun: dict[str, dict], scope: str = "all") -> Judgement | str:
-    """The judgement of a claim in a tier, or the reason it is not judged on this evidence.
+    """The judgement of a claim in a tier, or the reason it is skipped on this evidence.
 
     A rerun band overrides the published judgement field by field (a theorem's band names only
     its reason and `smoke`); a claim without a band is not judged on reruns. The scope applies in
@@ -45,9 +45,9 @@ def judgement_for(entry: dict, tier: str, rerun: dict[str, dict], scope: str = "
     band = rerun.get(entry["id"])
     if entry["tier"] != "mathematics":
         if scope == "smoke" and not (band or {}).get("smoke", False):
-            return "a paper-preset statistic: not judged on the smoke preset"
+            return "a paper-preset statistic: skipped on the smoke preset"
         if scope == "truncated" and not (band or {}).get("truncated", False):
-            return "needs the final model: not judged on a run stopped before its last step"
+            return "needs the final model: skipped on a run stopped before its last step"
     if tier == "published":
         return Judgement(entry["value"], entry["comparison"], entry["tolerance"], entry["reason"])
     if band is None:
