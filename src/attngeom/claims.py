@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from attngeom import toy
+from attngeom import companion, toy
 
 
 def scale_moved_rows(results: dict, model: str) -> int:
@@ -95,10 +95,13 @@ def setup_fact(results: dict, fact: str) -> int | list:
     return values[0]
 
 
-def quality_gap(results: dict, a: str, b: str) -> float:
-    """Relative gap of the best validation losses, |a - b| / min(a, b)."""
-    x, y = results["models"][a]["best_val"], results["models"][b]["best_val"]
-    return abs(x - y) / min(x, y)
+def companion_quality_gap(results: dict, runs_json: str, a: str, b: str) -> float:
+    """Relative gap |a - b| / min(a, b) of two mechanisms' mean best validation loss over the
+    seeds of the companion's runs file `runs_json` (the means recomputed from each seed)."""
+    runs = results["quality"]["companion"]
+    if runs["file"] != runs_json:
+        raise KeyError(runs_json)
+    return companion.relative_gap(runs["mechanisms"][a]["mean"], runs["mechanisms"][b]["mean"])
 
 
 def wedge_random_moved(results: dict) -> int:

@@ -18,14 +18,15 @@ import pooch
 from attngeom.errors import InputError
 
 CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
-BUNDLE_BASE = (
-    "https://raw.githubusercontent.com/mlnomadpy/blog/"
-    "2f48c7fc4e18217d04dd4a582341743338b89ddf/scripts/results/"
-)
+BLOG_BASE = "https://raw.githubusercontent.com/mlnomadpy/blog/2f48c7fc4e18217d04dd4a582341743338b89ddf/"
+BUNDLE_BASE = BLOG_BASE + "scripts/results/"
+# The kernel-attention companion's quality runs: the source of the quoted quality gap.
+COMPANION_URL = BLOG_BASE + "public/attention-is-a-compatibility-kernel/runs.json"
 
 # URL -> sha256, as published (ORIGINAL_RUNS.md).
 REGISTRY: dict[str, str] = {
     CORPUS_URL: "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+    COMPANION_URL: "86b2998c95d2b5e0840f771672a8d3284403359688159f93ed9b89a06a6f9b20",
     **{
         BUNDLE_BASE + name: sha
         for name, sha in {
@@ -120,3 +121,8 @@ def fetch_bundles(names: tuple[str, ...] = PUBLISHED_BUNDLES, mirror: Path | Non
 def fetch_corpus(mirror: Path | None = None) -> Path:
     """Fetch the Tiny Shakespeare corpus."""
     return fetch(CORPUS_URL, mirror)
+
+
+def fetch_companion(mirror: Path | None = None) -> Path:
+    """Fetch the kernel-attention companion's runs.json (three seeds per mechanism)."""
+    return fetch(COMPANION_URL, mirror)

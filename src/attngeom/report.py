@@ -52,6 +52,25 @@ def statistics_table(results: dict) -> list[str]:
     return lines
 
 
+def quality_lines(quality: dict) -> list[str]:
+    """The quoted quality gap's source, and the bundles' own seed-0 gap on its own line."""
+    lines = []
+    runs = quality.get("companion")
+    if runs:
+        per = "; ".join(
+            f"{name} {m['mean']:.4f} ± {m['std']:.4f} over seeds {', '.join(map(str, m['seeds']))} "
+            f"({', '.join(f'{v:.4f}' for v in m['best_val'])})"
+            for name, m in runs["mechanisms"].items()
+        )
+        lines.append(f"- judged on the companion's runs `{runs['file']}`: mean best validation loss (± population "
+                     f"standard deviation, recomputed from each seed): {per}")
+    gaps = quality.get("bundle_gap_to_softmax") or {}
+    if gaps:
+        lines.append("- seed-0 bundle gap (these bundles' best validation loss, one seed each; a statistic, not the "
+                     "quoted one): " + ", ".join(f"{name} {gap:.2%} from softmax" for name, gap in gaps.items()))
+    return lines
+
+
 def markdown(report: dict, results: dict) -> str:
     """REPORT.md: the verdict, one table row per claim, then every model's statistics."""
     s = report["summary"]
@@ -72,6 +91,8 @@ def markdown(report: dict, results: dict) -> str:
         )
     if results["models"]:
         lines += ["", "## Statistics per model", "", *statistics_table(results)]
+    if quality := quality_lines(results.get("quality", {})):
+        lines += ["", "## Quality", "", *quality]
     p = report["provenance"]
     lines += ["", "## Provenance", "", f"- command: `{p['command']}`", f"- machine: {p['machine']}",
               f"- git commit: {p['git_commit']}", "- versions: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items()),

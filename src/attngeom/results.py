@@ -7,11 +7,13 @@ not quote; the claims (claims.py) only read from it.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
-from attngeom import hull, stats, theorems, toy
+from attngeom import companion, hull, stats, theorems, toy
 from attngeom.bundles import ModelEvidence
+from attngeom.fetch import COMPANION_URL
 
 
 def _round(x, digits: int = 10):
@@ -101,9 +103,26 @@ def mathematics_results() -> dict:
     }
 
 
-def compute_results(models: dict[str, ModelEvidence]) -> dict:
-    """results.json: every model's statistics plus the mathematics."""
+def quality_results(models: dict[str, ModelEvidence], companion_runs: Path | None) -> dict:
+    """The quoted quality gap's source (the companion's runs, when given) and, as a statistic of
+    these bundles only, each kernel model's seed-0 gap to softmax."""
+    out: dict = {}
+    if companion_runs is not None:
+        out["companion"] = companion.quality(companion_runs, COMPANION_URL)
+    if "softmax" in models:
+        soft = float(models["softmax"].run["best_val"])
+        out["bundle_gap_to_softmax"] = {
+            name: companion.relative_gap(soft, float(m.run["best_val"]))
+            for name, m in models.items()
+            if name != "softmax"
+        }
+    return out
+
+
+def compute_results(models: dict[str, ModelEvidence], companion_runs: Path | None = None) -> dict:
+    """results.json: every model's statistics, the quality gaps and the mathematics."""
     return {
         "models": {name: model_results(m) for name, m in models.items()},
+        "quality": quality_results(models, companion_runs),
         "mathematics": mathematics_results(),
     }

@@ -66,9 +66,10 @@ def run_verify(
     """Verify a folder of bundles (None: the author's published bundles) and write the report."""
     root = Path(bundles_root) if bundles_root is not None else fetch.fetch_bundles()
     models = load_models(root, variants)
-    results = compute_results(models)
+    companion_runs = fetch.fetch_companion()
+    results = compute_results(models, companion_runs)
     rows = judge_all(results, tier, smoke)
-    inputs = [path for m in models.values() for path in dict.fromkeys(m.files.values())]
+    inputs = [path for m in models.values() for path in dict.fromkeys(m.files.values())] + [companion_runs]
     doc = {
         "summary": summarise(rows),
         "tier": tier,
