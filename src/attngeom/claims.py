@@ -141,6 +141,13 @@ def far_field_radius(results: dict, level: float) -> float:
     return toy.first_radius_reaching(results["mathematics"]["far_field"], level)
 
 
+def far_field_full_radius(results: dict) -> float:
+    """Exact radius from which every direction's kernel owner agrees with its antipode's for good
+    (the counter at 100 %; inf when some direction never agrees)."""
+    full = results["mathematics"]["far_field"]["exact"]["full_agreement_radius"]
+    return float("inf") if full is None else full
+
+
 def far_field_max_agreement(results: dict) -> float:
     """Largest antipodal agreement over the far-field sweep (radius 2 to 120)."""
     return max(results["mathematics"]["far_field"]["agreement"])

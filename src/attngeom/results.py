@@ -86,6 +86,7 @@ def mathematics_results() -> dict:
     """The exact theorems' numerical witnesses and the toy panels' numbers."""
     walk = toy.hull_walk()
     far = toy.far_field()
+    settle = toy.settle_radii()
     return {
         "wedge_random": theorems.wedge_random(),
         "wedge_toy_moved": theorems.wedge_toy(),
@@ -99,6 +100,12 @@ def mathematics_results() -> dict:
             "radius": _round(far["radius"]),
             "agreement": _round(far["agreement"]),
             "correction_gap": {str(t): toy.far_field_correction(t) for t in (1e2, 1e3, 1e4)},
+            "exact": {
+                "theta_deg": _round(np.degrees(np.arange(len(settle)) * np.pi / len(settle))),
+                "settle_radius": [None if np.isinf(r) else round(float(r), 10) for r in settle],
+                "full_agreement_radius": None if np.isinf(settle.max()) else round(float(settle.max()), 10),
+                "never_agree": int(np.isinf(settle).sum()),
+            },
         },
     }
 
