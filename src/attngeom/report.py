@@ -71,6 +71,50 @@ def quality_lines(quality: dict) -> list[str]:
     return lines
 
 
+def _spread(summary: dict, fmt: str) -> str:
+    return f"{summary['mean']:{fmt}} ± {summary['std']:{fmt}} ({summary['min']:{fmt}} to {summary['max']:{fmt}}, n = {summary['n']})"
+
+
+def _number(value, fmt: str) -> str:
+    return "-" if value is None else f"{value:{fmt}}"
+
+
+def robustness_lines(robust: dict) -> list[str]:
+    """The robustness section: theorem counts over every window and seed, then each measured
+    statistic's distribution over windows and over seeds beside the published value."""
+    if not robust:
+        return [
+            (
+                "These bundles hold one window of one seed (no `windows_*.npz` file, no other seed): the judged "
+                "values above are all there is. A rerun with extra windows or seeds adds their distributions here."
+            )
+        ]
+    first = next(iter(robust.values()))
+    lines = [
+        "Seed 0's fixed window is the value judged above; here every statistic on every window of every seed found "
+        f"(seeds {', '.join(map(str, first['seeds']))}; windows per seed: "
+        + "; ".join(f"{v} {', '.join(f's{s}: {w}' for s, w in m['windows'].items())}" for v, m in robust.items())
+        + "). Theorem counts are summed over all windows; a theorem must hold on every one. Spreads are mean ± "
+        "population standard deviation (min to max).",
+        "",
+        "| model | winners moved under query scaling | keys inside the others' hull |",
+        "| --- | --- | --- |",
+    ]
+    for v, m in robust.items():
+        counts = (m["counts"][c] for c in ("scale_moved_rows", "keys_inside_hull"))
+        lines.append(f"| {v} | " + " | ".join(f"{c['count']:,} of {c['out_of']:,}" for c in counts) + " |")
+    lines += ["", "| model | statistic | published | seed 0, fixed window | over all windows | over seeds (fixed window) |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for v, m in robust.items():
+        for stat in m["statistics"].values():
+            fmt = ".3g" if abs(stat["all_windows"]["max"]) < 1 else ".1f"
+            lines.append(
+                f"| {v} | {_cell(stat['label'])} | {_number(stat['published'], fmt)} | {stat['fixed_window_seed0']:{fmt}} "
+                f"| {_spread(stat['all_windows'], fmt)} | {_spread(stat['over_seeds'], fmt)} |"
+            )
+    return lines
+
+
 def markdown(report: dict, results: dict) -> str:
     """REPORT.md: the verdict, one table row per claim, then every model's statistics."""
     s = report["summary"]
@@ -93,6 +137,8 @@ def markdown(report: dict, results: dict) -> str:
         lines += ["", "## Statistics per model", "", *statistics_table(results)]
     if quality := quality_lines(results.get("quality", {})):
         lines += ["", "## Quality", "", *quality]
+    if "robustness" in results:
+        lines += ["", "## Robustness: every window and seed", "", *robustness_lines(results["robustness"])]
     p = report["provenance"]
     lines += ["", "## Provenance", "", f"- command: `{p['command']}`", f"- machine: {p['machine']}",
               f"- git commit: {p['git_commit']}", "- versions: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items()),

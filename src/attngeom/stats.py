@@ -33,32 +33,38 @@ def distinct_count(win_NR: np.ndarray) -> np.ndarray:
     return 1 + (np.diff(ordered, axis=-1) != 0).sum(-1)
 
 
-def scorer(model: ModelEvidence, head=(...,)) -> Callable[[float], np.ndarray]:
+def _pick(a: np.ndarray, head: tuple[int, int] | None, tail: int) -> np.ndarray:
+    """All heads (None) or head (l, h) of an array whose last `tail` axes follow L, H."""
+    return a if head is None else a[(..., *head) + (slice(None),) * tail]
+
+
+def scorer(model: ModelEvidence, head: tuple[int, int] | None = None) -> Callable[[float], np.ndarray]:
     """The model's raw score as a function of the query scale t: t q.k (softmax) or kappa
-    (kernel). Dot products and norms are computed once and shared by every t."""
-    q, k = model.q_LHTD[head], model.k_LHTD[head]
+    (kernel), on every head or on head (layer, head) only; q and k may carry leading axes (a
+    window axis). Dot products and norms are computed once and shared by every t."""
+    q, k = _pick(model.q_LHTD, head, 2), _pick(model.k_LHTD, head, 2)
     d = laws.dots(q, k)
     if model.b_LH is None:
         return lambda t: t * d
     q64, k64 = q.astype(np.float64), k.astype(np.float64)
     qq, kk = (q64**2).sum(-1), (k64**2).sum(-1)
-    b, eps = model.b_LH[head], model.eps_LH[head]
+    b, eps = _pick(model.b_LH, head, 0), _pick(model.eps_LH, head, 0)
     return lambda t: laws.kernel(d, qq, kk, b, eps, t)
 
 
-def raw_scores(model: ModelEvidence, t: float = 1.0, head=(...,)) -> np.ndarray:
+def raw_scores(model: ModelEvidence, t: float = 1.0, head: tuple[int, int] | None = None) -> np.ndarray:
     """The model's raw score with every query scaled by t."""
     return scorer(model, head)(t)
 
 
-def changed_winners(model: ModelEvidence, scales, reference: float, head=(...,)) -> np.ndarray:
+def changed_winners(model: ModelEvidence, scales, reference: float, head: tuple[int, int] | None = None) -> np.ndarray:
     """Per scale, which scorable rows' winner differs from the winner at `reference`: (S, ..., R)."""
     score = scorer(model, head)
     base = winners(score(reference), model.strict)
     return np.stack([winners(score(float(t)), model.strict) != base for t in scales])
 
 
-def scale_changed(model: ModelEvidence, scales=SCALES, head=(...,)) -> np.ndarray:
+def scale_changed(model: ModelEvidence, scales=SCALES, head: tuple[int, int] | None = None) -> np.ndarray:
     """Fraction of scorable rows whose winner moves when queries are scaled by t: (..., len(scales))."""
     return np.moveaxis(changed_winners(model, scales, 1.0, head).mean(-1), 0, -1)
 
@@ -96,11 +102,16 @@ def norm_entropy(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
     return (-plogp.sum(-1) / np.log(n_keys)).mean(-1)
 
 
-def reconstruction_error(model: ModelEvidence) -> float:
-    """Largest |kernel weights recomputed from exported q, k, b, eps - exported attn| over all heads."""
+def reconstruction_gap(model: ModelEvidence) -> np.ndarray:
+    """Per head, largest |kernel weights recomputed from exported q, k, b, eps - exported attn|: (..., L, H)."""
     T = model.attn_LHTT.shape[-1]
     w = laws.kernel_weights(raw_scores(model), laws.available_TT(T, model.strict))
-    return float(np.abs(w - model.attn_LHTT.astype(np.float64)).max())
+    return np.abs(w - model.attn_LHTT.astype(np.float64)).max((-2, -1))
+
+
+def reconstruction_error(model: ModelEvidence) -> float:
+    """Largest |kernel weights recomputed from exported q, k, b, eps - exported attn| over all heads."""
+    return float(reconstruction_gap(model).max())
 
 
 def winner_agreement(model: ModelEvidence) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,7 @@ import argparse
 import math
 from pathlib import Path
 
-from attngeom import expected, fetch, html_report, report
+from attngeom import expected, fetch, html_report, report, robustness
 from attngeom.options import list_of
 from attngeom.bundles import VARIANTS, load_models
 from attngeom.claims import CLAIM_FUNCTIONS
@@ -67,9 +67,10 @@ def run_verify(
     root = Path(bundles_root) if bundles_root is not None else fetch.fetch_bundles()
     models = load_models(root, variants)
     companion_runs = fetch.fetch_companion()
-    results = compute_results(models, companion_runs)
+    robust, robust_inputs = robustness.measure(root, models)
+    results = {**compute_results(models, companion_runs), "robustness": robust}
     rows = judge_all(results, tier, smoke)
-    inputs = [path for m in models.values() for path in dict.fromkeys(m.files.values())] + [companion_runs]
+    inputs = [path for m in models.values() for path in m.files.values()] + robust_inputs + [companion_runs]
     doc = {
         "summary": summarise(rows),
         "tier": tier,
