@@ -69,3 +69,15 @@ def add_windows(model, W: int, seed: int = 0) -> None:
     tokens = np.concatenate([model.tokens_T[None], rng.integers(0, 65, (W - 1, T))])
     path = robustness.windows_path(model.files["geom"].parent, model.variant, model.seed)
     robustness.write_windows_npz(path, tokens, maps, q, k)
+
+
+def add_seed(folder: Path, variant: str, seed: int, best_val: float) -> None:
+    """Another seed of a model in the same bundle folder: its seed-0 files under the seed's names and
+    a copy of its run record with the seed and best validation loss changed."""
+    for kind in ("attn", "geom"):
+        shutil.copyfile(folder / f"{kind}_{variant}_s0.npz", folder / f"{kind}_{variant}_s{seed}.npz")
+    path = folder / "yat_attention.json"
+    data = json.loads(path.read_text())
+    record = next(r for r in data["runs"] if r["variant"] == variant and r["seed"] == 0)
+    data["runs"].append({**record, "seed": seed, "best_val": best_val})
+    path.write_text(json.dumps(data))

@@ -133,9 +133,10 @@ def window_statistics(ev: ModelEvidence) -> dict[str, np.ndarray]:
     T = ev.q_LHTD.shape[-2]
     rows = T - 1 - int(ev.strict)
     first, last = min(ev.maps), max(ev.maps)
-    changed_WLHS = stats.scale_changed(ev)
+    score = stats.scorer(ev)
+    changed_WLHS = stats.scale_changed(ev, score=score)
     occ_last_WLH = stats.occupancy(ev.maps[last], ev.strict)
-    nearest_WLH, aligned_WLH = stats.winner_agreement(ev)
+    nearest_WLH, aligned_WLH = stats.winner_agreement(ev, score)
     out = {
         "scale_moved_rows": np.round(changed_WLHS.sum((1, 2, 3)) * rows).astype(int),
         "keys_inside_hull": hull.inside_hull(ev.k_LHTD).sum((1, 2, 3)),
@@ -149,7 +150,7 @@ def window_statistics(ev: ModelEvidence) -> dict[str, np.ndarray]:
         "census_distinct_final": np.round(occ_last_WLH[(slice(None), *stats.CENSUS_HEAD)] * T).astype(int),
     }
     if ev.b_LH is not None:
-        out["reconstruction_max_abs"] = stats.reconstruction_gap(ev).max((1, 2))
+        out["reconstruction_max_abs"] = stats.reconstruction_gap(ev, score).max((1, 2))
     return out
 
 
