@@ -7,19 +7,44 @@ import datetime as dt
 import json
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
+from attngeom import fetch
 from attngeom.files import git_commit, sha256_file, versions, write_atomic
 
+def cpu_model() -> str:
+    """The processor's model name (float round-off, and so the last digits, depend on it)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Hardware", "cpu model") and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, check=False)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    return platform.processor() or "unknown CPU model"
+
+
+def machine() -> str:
+    """Platform, architecture, CPU model and number of cores."""
+    return f"{platform.platform()} ({platform.machine()}, {cpu_model()}, {os.cpu_count()} cores)"
+
+
 def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
-    """Where the judgement came from: inputs, expected values, software, machine, date, command."""
+    """Where the judgement came from: inputs and where each came from, expected values, software,
+    machine, date, command."""
     return {
         "inputs": {str(p): sha256_file(p) for p in inputs},
+        "sources": {str(p): fetch.origin(p) for p in inputs},
         "expected_sha256": expected_sha,
         "versions": versions(),
         "git_commit": git_commit(),
-        "machine": f"{platform.platform()} ({platform.machine()}, {os.cpu_count()} CPUs)",
+        "machine": machine(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(["reproduce.sh", *sys.argv[1:]]),
     }
@@ -127,6 +152,9 @@ def markdown(report: dict, results: dict) -> str:
         "| verdict | claim | quote (place in the post) | expected | measured | tolerance reason |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
+    stale = [path for path, o in report["provenance"].get("sources", {}).items() if o.get("stale")]
+    if stale:
+        lines[4:4] = [f"Note: {len(stale)} input(s) came from a stale download cache (see Provenance).", ""]
     for c in report["claims"]:
         mark = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIP": "skip"}[c["verdict"]]
         lines.append(
@@ -143,8 +171,24 @@ def markdown(report: dict, results: dict) -> str:
     lines += ["", "## Provenance", "", f"- command: `{p['command']}`", f"- machine: {p['machine']}",
               f"- git commit: {p['git_commit']}", "- versions: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items()),
               "- expected values: " + ", ".join(f"{k} `{v}`" for k, v in p["expected_sha256"].items()), "- inputs:"]
-    lines += [f"  - `{path}`: `{sha}`" for path, sha in p["inputs"].items()]
+    sources = p.get("sources", {})
+    lines += [f"  - `{path}`: `{sha}`{source_note(sources.get(path))}" for path, sha in p["inputs"].items()]
     return "\n".join(lines) + "\n"
+
+
+def source_note(origin: dict | None) -> str:
+    """Where an input came from, as a reviewer reads it (a stale cache entry says so)."""
+    if not origin:
+        return ""
+    if origin["source"] == "network":
+        return f", from the network ({origin['url']})"
+    if origin["source"] == "mirror":
+        return f", from the mirror `{origin['mirror']}` ({origin['url']})"
+    if origin["source"] == "local":
+        return ", a local file"
+    where = f"the mirror `{origin['mirror']}`" if origin.get("fetched_from") == "mirror" else "the network"
+    note = f", from the cache (fetched from {where}, {origin['url']}, on {origin['fetched']})" if origin.get("fetched") else ""
+    return note + (f"; **stale cache**: {origin['stale']}" if origin.get("stale") else "")
 
 
 def write_report(out: Path, report: dict, results: dict) -> None:
