@@ -26,8 +26,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
-from attngeom import bundles, fetch, hull, verify  # noqa: E402
-from bundle_tools import add_windows, copy_published  # noqa: E402
+from bundle_tools import add_windows, copy_published
+
+from attngeom import bundles, fetch, hull, verify
 
 
 def median_time(fn, runs: int) -> float:

@@ -2,15 +2,22 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from bundle_tools import (
+    GOAT,
+    QK,
+    add_seed,
+    add_windows,
+    copy_published,
+    npz_array,
+    rewrite_npz,
+)
 
 from attngeom import bundles, claims, html_report, report, results, robustness, stats
 from attngeom.errors import InputError
-from bundle_tools import GOAT, QK, add_seed, add_windows, copy_published, npz_array, rewrite_npz
 
 REPO = Path(__file__).resolve().parents[1]
 W = 3
@@ -33,18 +40,6 @@ def measured(windowed_root):
     models = bundles.load_models(windowed_root)
     robust, files = robustness.measure(windowed_root, models)
     return models, robust, files
-
-
-def one_window(model, ev, w: int):
-    """Window w of windowed evidence as an ordinary one-window model."""
-    return replace(
-        model,
-        tokens_T=ev.tokens_T[w],
-        maps={s: m[w] for s, m in ev.maps.items()},
-        q_LHTD=ev.q_LHTD[w],
-        k_LHTD=ev.k_LHTD[w],
-        attn_LHTT=ev.attn_LHTT[w],
-    )
 
 
 def direct(model) -> dict:
@@ -84,7 +79,7 @@ def test_aggregates_equal_a_direct_computation(measured, windowed_root):
         for s in seeds:
             model = model0 if s == 0 else bundles.load_model(windowed_root / QK, variant, s)
             ev = robustness.evidence(model.files["geom"].parent, variant, s, model)
-            per_seed[s] = [direct(one_window(model, ev, w)) for w in range(W)]
+            per_seed[s] = [direct(robustness.window(ev, w)) for w in range(W)]
         section = robust[variant]
         for key in robustness.COUNTS:
             assert section["counts"][key]["count"] == sum(d[key] for ws in per_seed.values() for d in ws)
@@ -119,6 +114,9 @@ def test_a_tampered_window_flips_the_theorem_count(windowed_root, tmp_path):
     assert robust["yat_b"]["counts"]["keys_inside_hull"]["count"] == 2
     assert robust["yat_b"]["counts"]["keys_inside_hull"]["per_seed"]["0"] == [0, 0, 2]
     assert robust["softmax"]["counts"]["keys_inside_hull"]["count"] == 0
+    assert f"**2 of {robust['yat_b']['counts']['keys_inside_hull']['out_of']:,}** (the published value is 0)" in "\n".join(
+        report.robustness_lines(robust)
+    )
 
 
 def test_one_window_of_one_seed_adds_nothing(published_root):

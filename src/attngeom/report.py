@@ -127,7 +127,13 @@ def robustness_lines(robust: dict) -> list[str]:
     ]
     for v, m in robust.items():
         counts = (m["counts"][c] for c in ("scale_moved_rows", "keys_inside_hull"))
-        lines.append(f"| {v} | " + " | ".join(f"{c['count']:,} of {c['out_of']:,}" for c in counts) + " |")
+        cells = (
+            f"**{c['count']:,} of {c['out_of']:,}** (the published value is {c['published']})"
+            if c["published"] is not None and c["count"] != c["published"]
+            else f"{c['count']:,} of {c['out_of']:,}"
+            for c in counts
+        )
+        lines.append(f"| {v} | " + " | ".join(cells) + " |")
     lines += ["", "| model | statistic | published | seed 0, fixed window | over all windows | over seeds (fixed window) |",
               "| --- | --- | --- | --- | --- | --- |"]
     for v, m in robust.items():

@@ -22,7 +22,14 @@ from pathlib import Path
 import numpy as np
 
 from attngeom import expected, hull, stats
-from attngeom.bundles import ModelEvidence, _check_array, _load_npz, _require, find_model_folders, load_model
+from attngeom.bundles import (
+    ModelEvidence,
+    _check_array,
+    _load_npz,
+    _require,
+    find_model_folders,
+    load_model,
+)
 from attngeom.errors import InputError
 
 _GEOM = re.compile(r"^geom_(?P<variant>.+)_s(?P<seed>\d+)\.npz$")
@@ -92,16 +99,26 @@ def read_windows(path: Path, model: ModelEvidence) -> ModelEvidence:
     )
 
 
-def fixed_window_only(model: ModelEvidence) -> ModelEvidence:
-    """A bundle without extra windows: its fixed window as a window axis of length 1."""
+def _each_array(model: ModelEvidence, f) -> ModelEvidence:
+    """The evidence with `f` applied to every per-window array (tokens, maps, q, k, attn)."""
     return replace(
         model,
-        tokens_T=model.tokens_T[None],
-        maps={s: m[None] for s, m in model.maps.items()},
-        q_LHTD=model.q_LHTD[None],
-        k_LHTD=model.k_LHTD[None],
-        attn_LHTT=model.attn_LHTT[None],
+        tokens_T=f(model.tokens_T),
+        maps={s: f(m) for s, m in model.maps.items()},
+        q_LHTD=f(model.q_LHTD),
+        k_LHTD=f(model.k_LHTD),
+        attn_LHTT=f(model.attn_LHTT),
     )
+
+
+def fixed_window_only(model: ModelEvidence) -> ModelEvidence:
+    """A bundle without extra windows: its fixed window as a window axis of length 1."""
+    return _each_array(model, lambda a: a[None])
+
+
+def window(windowed: ModelEvidence, w: int) -> ModelEvidence:
+    """Window w of windowed evidence, as an ordinary one-window model."""
+    return _each_array(windowed, lambda a: a[w])
 
 
 def seeds_under(root: Path, variant: str) -> list[int]:
