@@ -118,7 +118,7 @@ def _strip_svg(rows: list[tuple[str, list[list[float]], float | None, float]]) -
     values = [x for _, seeds, pub, fixed in rows for x in [*(v for s in seeds for v in s), fixed, pub] if x is not None]
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
-    lo, hi = lo - pad, hi + pad
+    lo, hi = (lo - pad if lo < 0 or lo - pad >= 0 else 0.0), hi + pad  # counts and shares stay on their side of 0
     width, left, row_h = 420, 70, 26
 
     def x(v: float) -> float:
