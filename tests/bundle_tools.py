@@ -52,3 +52,42 @@ def stop_after(root: Path, step: int) -> None:
         data = json.loads(path.read_text())
         data["cfg"]["STOPPED_AFTER"] = step
         path.write_text(json.dumps(data))
+def add_windows(model, W: int, seed: int = 0) -> None:
+    """Write `windows_{variant}_s{seed}.npz` beside a loaded model's bundle, as the contract says: window
+    0 is the bundle's own fixed window; window w > 0 takes the final q and k with their positions
+    shuffled (the same cloud of keys, other causal neighbours) and the final map those q and k give
+    (softmax of q.k / sqrt(D), or the kernel weights with the run's b and eps); the earlier
+    checkpoints' maps are the fixed window's."""
+    from dataclasses import replace
+
+    from attngeom import laws, robustness, stats
+
+    rng = np.random.default_rng(seed)
+    T = model.q_LHTD.shape[-2]
+    order_WT = np.concatenate([np.arange(T)[None], np.stack([rng.permutation(T) for _ in range(W - 1)])])
+    q, k = (np.moveaxis(a[:, :, order_WT], 2, 0) for a in (model.q_LHTD, model.k_LHTD))  # (W, L, H, T, D)
+    scores = stats.raw_scores(replace(model, q_LHTD=q, k_LHTD=k))
+    available = laws.available_TT(T, model.strict)
+    if model.b_LH is None:
+        z = np.exp(np.where(available, scores / np.sqrt(q.shape[-1]), -np.inf))
+        final = z / z.sum(-1, keepdims=True)
+    else:
+        final = laws.kernel_weights(scores, available)
+    steps = sorted(model.maps)
+    maps = {s: np.repeat(model.maps[s][None], W, axis=0) for s in steps}
+    maps[steps[-1]] = np.concatenate([model.maps[steps[-1]][None], final[1:].astype(np.float16)])
+    tokens = np.concatenate([model.tokens_T[None], rng.integers(0, 65, (W - 1, T))])
+    path = robustness.windows_path(model.files["geom"].parent, model.variant, model.seed)
+    robustness.write_windows_npz(path, tokens, maps, q, k)
+
+
+def add_seed(folder: Path, variant: str, seed: int, best_val: float) -> None:
+    """Another seed of a model in the same bundle folder: its seed-0 files under the seed's names and
+    a copy of its run record with the seed and best validation loss changed."""
+    for kind in ("attn", "geom"):
+        shutil.copyfile(folder / f"{kind}_{variant}_s0.npz", folder / f"{kind}_{variant}_s{seed}.npz")
+    path = folder / "yat_attention.json"
+    data = json.loads(path.read_text())
+    record = next(r for r in data["runs"] if r["variant"] == variant and r["seed"] == 0)
+    data["runs"].append({**record, "seed": seed, "best_val": best_val})
+    path.write_text(json.dumps(data))

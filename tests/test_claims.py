@@ -33,10 +33,11 @@ def test_distinct_winners_reads_the_first_and_last_checkpoint():
     assert claims.distinct_winners(results, "m", "last") == 96
 
 
-def test_quality_gap_is_relative_to_the_better_model():
-    results = {"models": {"a": {"best_val": 1.0}, "b": {"best_val": 1.1}}}
-    assert claims.quality_gap(results, "a", "b") == pytest.approx(0.1)
-    assert claims.quality_gap(results, "b", "a") == pytest.approx(0.1)
+def test_quality_gap_is_relative_to_the_better_mechanism():
+    runs = {"file": "f", "mechanisms": {"a": {"mean": 1.0}, "b": {"mean": 1.1}}}
+    results = {"quality": {"companion": runs}}
+    assert claims.companion_quality_gap(results, "f", "a", "b") == pytest.approx(0.1)
+    assert claims.companion_quality_gap(results, "f", "b", "a") == pytest.approx(0.1)
 
 
 def test_inversion_needs_both_sharper_rows_and_more_winners():

@@ -1,5 +1,6 @@
 import hashlib
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,79 @@ def test_interrupted_download_leaves_no_trusted_file(fake_mirror, tmp_path, monk
 def test_unregistered_url():
     with pytest.raises(InputError, match="not a registered"):
         fetch.fetch("https://example.org/x.npz")
+
+
+def test_mirror_source_is_recorded_and_a_cache_hit_names_it(fake_mirror):
+    path = fetch.fetch(URL)
+    first = fetch.origin(path)
+    assert first["source"] == "mirror" and first["mirror"] == str(fake_mirror) and first["url"] == URL
+    again = fetch.origin(fetch.fetch(URL))
+    assert again["source"] == "cache" and again["fetched_from"] == "mirror" and again["mirror"] == str(fake_mirror)
+    assert again["fetched"] == first["fetched"] and "stale" not in again
+
+
+@pytest.fixture()
+def web_server(tmp_path, monkeypatch):
+    """A real HTTP server on this machine holding one registered file, served to pooch's downloader."""
+    import functools
+    import http.server
+    import threading
+
+    root = tmp_path / "www"
+    (root / "blog").mkdir(parents=True)
+    shutil.copyfile(fetch.mirror_dir() / fetch.url_path(URL), root / "blog" / "yat_attention.json")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/blog/yat_attention.json"
+    monkeypatch.setitem(fetch.REGISTRY, url, fetch.REGISTRY[URL])
+    monkeypatch.delenv("ATTNGEOM_MIRROR", raising=False)
+    monkeypatch.setenv("ATTNGEOM_CACHE", str(tmp_path / "cache"))
+    yield url
+    server.shutdown()
+
+
+def test_network_source_then_a_cache_that_turns_stale_when_the_source_changes(web_server, tmp_path, monkeypatch):
+    path = fetch.fetch(web_server)
+    assert fetch.origin(path) == {"source": "network", "url": web_server, "fetched": fetch.origin(path)["fetched"]}
+    cached = fetch.origin(fetch.fetch(web_server))
+    assert cached["source"] == "cache" and cached["fetched_from"] == "network" and "stale" not in cached
+    monkeypatch.setenv("ATTNGEOM_MIRROR", str(tmp_path / "elsewhere"))
+    stale = fetch.origin(fetch.fetch(web_server))
+    assert stale["source"] == "cache" and "the network" in stale["stale"] and "elsewhere" in stale["stale"]
+
+
+def test_a_cache_entry_without_its_record_is_stale(fake_mirror):
+    path = fetch.fetch(URL)
+    path.with_name(path.name + fetch.SIDECAR).unlink()
+    origin = fetch.origin(fetch.fetch(URL))
+    assert origin["source"] == "cache" and "not recorded" in origin["stale"]
+
+
+def test_a_file_given_here_is_local(tmp_path):
+    assert fetch.origin(tmp_path / "geom_softmax_s0.npz") == {"source": "local"}
+
+
+def test_the_report_says_where_each_input_came_from_and_on_what_cpu(fake_mirror, tmp_path):
+    import os
+    import platform
+
+    from attngeom import report
+
+    fetched = fetch.fetch(URL)
+    path = fetched.with_name(fetched.name + fetch.SIDECAR)
+    path.unlink()
+    cached = fetch.fetch(URL)
+    local = tmp_path / "local.json"
+    local.write_text("{}")
+    prov = report.provenance([cached, local], {})
+    assert prov["sources"][str(local)] == {"source": "local"} and prov["sources"][str(cached)]["stale"]
+    assert prov["machine"].endswith(f", {report.cpu_model()}, {os.cpu_count()} cores)")
+    cpuinfo = Path("/proc/cpuinfo")
+    if platform.system() == "Linux" and "model name" in cpuinfo.read_text():
+        names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")]
+        assert report.cpu_model() == names[0]
+    doc = {"summary": {"verdict": "PASS", "passed": 0, "failed": 0, "skipped": 0}, "tier": "published", "claims": [],
+           "provenance": {**prov, "git_commit": None, "date": "d", "command": "c", "expected_sha256": {}, "versions": {}}}
+    md = report.markdown(doc, {"models": {}})
+    assert "1 input(s) came from a stale download cache" in md and "**stale cache**" in md and "a local file" in md

@@ -58,3 +58,43 @@ def test_far_field_correction_shrinks_like_one_over_t():
 def test_own_ground():
     g = toy.own_ground()
     assert g["max_rel_error"] < 1e-12 and g["bodies_winning_home"] == 6 and g["eps_below_spacing"]
+
+
+def antipodes_agree(radius_UR: np.ndarray, u_U2: np.ndarray, bodies: np.ndarray = toy.BODIES) -> np.ndarray:
+    """Brute force: whether the kernel owners of r u and -r u agree, for every direction and radius."""
+    q = (radius_UR[..., None] * u_U2[:, None, :]).reshape(-1, 2)
+    return (toy.owners(q, bodies, "kernel") == toy.owners(-q, bodies, "kernel")).reshape(radius_UR.shape)
+
+
+def test_settle_radii_match_a_brute_force_scan_at_large_radii():
+    settle = toy.settle_radii()
+    u = toy.directions()
+    assert np.isfinite(settle).all() and (settle > 0).all()
+    beyond = settle[:, None] * np.geomspace(1 + 1e-6, 1e5, 2000)[None, :]
+    assert antipodes_agree(beyond, u).all()  # agree for good past the radius, out to 3e7
+    assert not antipodes_agree(settle[:, None] * (1 - 1e-6), u).any()  # and not just before it
+    slowest = np.argsort(settle)[-2:]
+    assert np.degrees(np.arange(90) * np.pi / 90)[slowest].tolist() == pytest.approx([78.0, 76.0])
+    assert settle[slowest] == pytest.approx([133.944080, 309.020089], rel=1e-8)
+
+
+def test_settle_radii_reproduce_the_sweep_counter():
+    far, settle = toy.far_field(), toy.settle_radii()
+    assert [float((settle <= r).mean()) for r in far["radius"]] == far["agreement"].tolist()
+
+
+def test_a_direction_exactly_on_a_border_never_agrees():
+    bodies = np.array([(1.0, 0.5), (-1.0, 0.5), (0.1, 0.2)])  # u = (1, 0): |u.k| ties between the first two
+    settle = toy.settle_radii(bodies, n_directions=2)
+    assert settle[0] == np.inf and np.isfinite(settle[1])
+    assert not antipodes_agree(np.geomspace(1e2, 1e8, 50)[None, :], toy.directions(2)[:1], bodies).any()
+
+
+def test_reasons_quote_the_exact_radii():
+    from attngeom import expected
+
+    settle = np.sort(toy.settle_radii())
+    reasons = {e["id"]: e["reason"] for e in expected.load_claims()}
+    for cid in ("toy.far.saturates", "toy.far.reaches_100"):
+        assert f"{settle[-1]:.1f}" in reasons[cid]
+    assert f"{settle[-2]:.1f}" in reasons["toy.far.saturates"] and f"{settle[-3]:.1f}" in reasons["toy.far.saturates"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from attngeom import toy
+from attngeom import companion, toy
 
 MODEL_ARGS = ("model", "sharp", "diffuse", "fewer", "more", "a", "b")
 SetupValue = int | list[int] | None
@@ -109,10 +109,14 @@ def setup_fact(results: dict, fact: str) -> SetupValue | str:
     return values[0]
 
 
-def quality_gap(results: dict, a: str, b: str) -> float:
-    """Relative gap of the best validation losses, |a - b| / min(a, b)."""
-    x, y = results["models"][a]["best_val"], results["models"][b]["best_val"]
-    return abs(x - y) / min(x, y)
+def companion_quality_gap(results: dict, runs_json: str, first: str, second: str) -> float:
+    """Relative gap |first - second| / min(first, second) of two mechanisms' mean best validation
+    loss over the seeds of the companion's runs file `runs_json` (the means recomputed from each
+    seed); the mechanisms are the companion's, not models of the bundles."""
+    runs = results["quality"]["companion"]
+    if runs["file"] != runs_json:
+        raise KeyError(runs_json)
+    return companion.relative_gap(runs["mechanisms"][first]["mean"], runs["mechanisms"][second]["mean"])
 
 
 def wedge_random_moved(results: dict) -> int:
@@ -150,6 +154,13 @@ def far_field_gap(results: dict, t: float) -> float:
 def far_field_radius(results: dict, level: float) -> float:
     """First radius of the far-field sweep whose antipodal agreement reaches `level` (inf: never)."""
     return toy.first_radius_reaching(results["mathematics"]["far_field"], level)
+
+
+def far_field_full_radius(results: dict) -> float:
+    """Exact radius from which every direction's kernel owner agrees with its antipode's for good
+    (the counter at 100 %; inf when some direction never agrees)."""
+    full = results["mathematics"]["far_field"]["exact"]["full_agreement_radius"]
+    return float("inf") if full is None else full
 
 
 def far_field_max_agreement(results: dict) -> float:

@@ -8,6 +8,8 @@ interrupted or corrupted download never leaves a file that a later run would tru
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import os
 import shutil
 from pathlib import Path
@@ -16,16 +18,18 @@ from urllib.parse import urlparse
 import pooch
 
 from attngeom.errors import InputError
+from attngeom.files import write_json_atomic
 
 CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
-BUNDLE_BASE = (
-    "https://raw.githubusercontent.com/mlnomadpy/blog/"
-    "2f48c7fc4e18217d04dd4a582341743338b89ddf/scripts/results/"
-)
+BLOG_BASE = "https://raw.githubusercontent.com/mlnomadpy/blog/2f48c7fc4e18217d04dd4a582341743338b89ddf/"
+BUNDLE_BASE = BLOG_BASE + "scripts/results/"
+# The kernel-attention companion's quality runs: the source of the quoted quality gap.
+COMPANION_URL = BLOG_BASE + "public/attention-is-a-compatibility-kernel/runs.json"
 
 # URL -> sha256 of each remote file, pinned to the author's commit of the published runs.
 REGISTRY: dict[str, str] = {
     CORPUS_URL: "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
+    COMPANION_URL: "86b2998c95d2b5e0840f771672a8d3284403359688159f93ed9b89a06a6f9b20",
     **{
         BUNDLE_BASE + name: sha
         for name, sha in {
@@ -82,20 +86,69 @@ def _mirror_downloader(mirror: Path):
     return download
 
 
+# Where each file this process fetched came from, by local path (see `origin`).
+ORIGINS: dict[Path, dict] = {}
+SIDECAR = ".source.json"
+
+
+def _sidecar(path: Path) -> Path:
+    """The small file beside a cache entry that records where and when it was fetched."""
+    return path.with_name(path.name + SIDECAR)
+
+
+def _read_sidecar(path: Path) -> dict | None:
+    try:
+        record = json.loads(_sidecar(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) and record.get("source") in ("network", "mirror") else None
+
+
+def _source(url: str, mirror: Path | None) -> dict:
+    return {"source": "mirror", "mirror": str(mirror)} if mirror else {"source": "network", "url": url}
+
+
+def _describe(record: dict) -> str:
+    return f"the mirror {record['mirror']}" if record["source"] == "mirror" else "the network"
+
+
+def _cache_origin(url: str, path: Path, mirror: Path | None) -> dict:
+    """A cache hit: its recorded source and date, and why it is stale when it is."""
+    recorded, configured = _read_sidecar(path), _source(url, mirror)
+    origin = {"source": "cache", "url": url, "cache": str(path)}
+    if recorded is None:
+        return {**origin, "stale": "its source and date were not recorded (fetched by an earlier version)"}
+    origin.update(fetched=recorded.get("fetched"), fetched_from=recorded["source"], mirror=recorded.get("mirror"))
+    if {k: recorded.get(k) for k in configured} != configured:
+        origin["stale"] = (
+            f"fetched from {_describe(recorded)} on {recorded.get('fetched')}; the configured source, "
+            f"{_describe(configured)}, was not consulted (the sha256 still matches)"
+        )
+    return origin
+
+
 def fetch(url: str, mirror: Path | None = None, progress: bool = False) -> Path:
-    """Return a local, sha256-verified copy of a registered remote file."""
+    """Return a local, sha256-verified copy of a registered remote file; `origin` says where it came from."""
     if url not in REGISTRY:
         raise InputError(f"{url}: not a registered remote file")
     mirror = mirror if mirror is not None else mirror_dir()
     target = cache_dir() / url_path(url)
-    downloader = _mirror_downloader(mirror) if mirror else pooch.HTTPDownloader(progressbar=progress)
+    download = _mirror_downloader(mirror) if mirror else pooch.HTTPDownloader(progressbar=progress)
+    downloaded = []
+
+    def downloader(*args) -> None:
+        download(*args)
+        downloaded.append(True)
+
     try:
-        path = pooch.retrieve(
-            url,
-            known_hash=f"sha256:{REGISTRY[url]}",
-            fname=target.name,
-            path=target.parent,
-            downloader=downloader,
+        path = Path(
+            pooch.retrieve(
+                url,
+                known_hash=f"sha256:{REGISTRY[url]}",
+                fname=target.name,
+                path=target.parent,
+                downloader=downloader,
+            )
         )
     except InputError:
         raise
@@ -106,7 +159,19 @@ def fetch(url: str, mirror: Path | None = None, progress: bool = False) -> Path:
             f"{url}: download failed ({type(exc).__name__}); check the network, "
             "or set ATTNGEOM_MIRROR=DIR to a local mirror laid out as DIR/<host>/<path>"
         ) from exc
-    return Path(path)
+    if downloaded:
+        record = {**_source(url, mirror), "url": url, "fetched": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        write_json_atomic(_sidecar(path), record)
+        ORIGINS[path] = record
+    else:
+        ORIGINS[path] = _cache_origin(url, path, mirror)
+    return path
+
+
+def origin(path: Path) -> dict:
+    """Where an input came from: network (with the URL), mirror (with the folder), cache (with the
+    original source, when it was fetched, and whether it is stale) or local (a file given here)."""
+    return ORIGINS.get(Path(path), {"source": "local"})
 
 
 def fetch_bundles(names: tuple[str, ...] = PUBLISHED_BUNDLES, mirror: Path | None = None) -> Path:
@@ -120,3 +185,8 @@ def fetch_bundles(names: tuple[str, ...] = PUBLISHED_BUNDLES, mirror: Path | Non
 def fetch_corpus(mirror: Path | None = None) -> Path:
     """Fetch the Tiny Shakespeare corpus."""
     return fetch(CORPUS_URL, mirror)
+
+
+def fetch_companion(mirror: Path | None = None) -> Path:
+    """Fetch the kernel-attention companion's runs.json (three seeds per mechanism)."""
+    return fetch(COMPANION_URL, mirror)

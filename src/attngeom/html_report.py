@@ -126,6 +126,74 @@ def _rerun(report: dict) -> str:
     )
 
 
+def _strip_svg(rows: list[tuple[str, list[list[float]], float | None, float]]) -> str:
+    """One small inline SVG: per model a row of dots (one per window, a line per seed), the
+    published value as a red bar and seed 0's fixed window as a ring."""
+    values = [x for _, seeds, pub, fixed in rows for x in [*(v for s in seeds for v in s), fixed, pub] if x is not None]
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
+    lo, hi = (lo - pad if lo < 0 or lo - pad >= 0 else 0.0), hi + pad  # counts and shares stay on their side of 0
+    width, left, row_h = 420, 70, 26
+
+    def x(v: float) -> float:
+        return left + (v - lo) / (hi - lo) * (width - left - 10)
+
+    parts = []
+    for i, (name, seeds, pub, fixed) in enumerate(rows):
+        y = 14 + i * row_h
+        parts.append(f'<text x="2" y="{y + 4}" font-size="11">{_e(name)}</text>')
+        parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>')
+        for j, seed_values in enumerate(seeds):
+            dy = (j - (len(seeds) - 1) / 2) * 4
+            parts += [f'<circle cx="{x(v):.1f}" cy="{y + dy:.1f}" r="2.5" fill="#1565c0" fill-opacity="0.55"/>' for v in seed_values]
+        parts.append(f'<circle cx="{x(fixed):.1f}" cy="{y}" r="5" fill="none" stroke="#111"><title>seed 0, fixed window: {fixed:.4g}</title></circle>')
+        if pub is not None:
+            parts.append(
+                f'<line x1="{x(pub):.1f}" x2="{x(pub):.1f}" y1="{y - 9}" y2="{y + 9}" stroke="#c62828" stroke-width="2">'
+                f"<title>published: {pub:.4g}</title></line>"
+            )
+    height = 14 + len(rows) * row_h
+    parts.append(f'<text x="{left}" y="{height + 2}" font-size="10">{lo:.4g}</text>')
+    parts.append(f'<text x="{width - 10}" y="{height + 2}" font-size="10" text-anchor="end">{hi:.4g}</text>')
+    return f'<svg class="dist" width="{width}" height="{height + 6}" viewBox="0 0 {width} {height + 6}">{"".join(parts)}</svg>'
+
+
+def _robustness(results: dict) -> str:
+    robust = results.get("robustness")
+    if robust is None:
+        return ""
+    head = '<h2 id="robustness">Robustness: every window and seed</h2>'
+    if not robust:
+        return head + (
+            "<p>These bundles hold one window of one seed: the judged values are all there is. A rerun with extra "
+            "windows or seeds adds their distributions here.</p>"
+        )
+    counts = "".join(
+        f"<tr><td>{_e(v)}</td>"
+        + "".join(f'<td class="num">{c["count"]:,} of {c["out_of"]:,}</td>' for c in m["counts"].values())
+        + "</tr>"
+        for v, m in robust.items()
+    )
+    keys = list(dict.fromkeys(k for m in robust.values() for k in m["statistics"]))
+    plots = []
+    for key in keys:
+        rows = [
+            (v, list(st["per_seed"].values()), st["published"], st["fixed_window_seed0"])
+            for v, m in robust.items()
+            if (st := m["statistics"].get(key))
+        ]
+        label = next(m["statistics"][key]["label"] for m in robust.values() if key in m["statistics"])
+        plots.append(f'<figure class="robust" data-stat="{_e(key)}"><figcaption>{_e(label)}</figcaption>{_strip_svg(rows)}</figure>')
+    return (
+        f"{head}<p>Seed 0's fixed window is the value judged above. Here each statistic on every window (blue dots, "
+        "one line per seed) beside the published value (red bar) and seed 0's fixed window (ring). Theorem counts "
+        "are summed over every window and seed.</p>"
+        '<table id="robust-counts"><thead><tr><th>model</th><th>winners moved under query scaling</th>'
+        f"<th>keys inside the others' hull</th></tr></thead><tbody>{counts}</tbody></table>"
+        f'<div class="robust-plots">{"".join(plots)}</div>'
+    )
+
+
 def _figure_entries(folder: Path) -> list[dict]:
     """The figures' titles and captions from figures.json, else each GIF under its file name."""
     meta = folder / FIGURES_JSON
@@ -239,6 +307,7 @@ def render(out_dir: Path, report: dict, results: dict) -> str:
 {_claims(report)}
 {_statistics(results)}
 {_rerun(report)}
+{_robustness(results)}
 {_figures(Path(out_dir))}
 {_territory()}
 {_provenance(report)}

@@ -2,7 +2,8 @@
 
 A key that is the strict unique maximiser of some linear functional over its head's keys is a
 vertex of their hull, so it is provably not inside the others' hull. Certificates come in two
-rounds: the functionals x -> (k_j - c).x for two centres c settle most keys at once; for the rest,
+rounds: the functionals x -> (k_j - c).x for two centres c (the head's mean, the origin) settle
+most keys at once, for every head of every window in one batch; for the rest,
 Frank-Wolfe steps towards the min-norm point p of conv{k_l - k_j} stop as soon as p.(k_l - k_j) > 0
 for every other l, which is a certificate. Only keys still without one go to the exact test: a linear-programming feasibility problem (HiGHS)
 asking for weights lambda >= 0, sum lambda = 1, sum lambda_l k_l = k_j over the other keys.
@@ -21,38 +22,44 @@ _MARGIN = 1e-9
 def certified_vertices(k_NTD: np.ndarray) -> np.ndarray:
     """True where a key is the strict unique maximiser of a certifying functional: (N, T)."""
     k = k_NTD.astype(np.float64)
-    T = k.shape[-2]
-    eye = np.eye(T, dtype=bool)
+    k_NDT = k.swapaxes(-1, -2)
+    gram_NTT = k @ k_NDT
     certified = np.zeros(k.shape[:-1], dtype=bool)
     for centre in (k.mean(-2, keepdims=True), np.zeros_like(k[..., :1, :])):
-        u = k - centre
-        s_NTT = np.einsum("...jd,...ld->...jl", u, k)  # functional of key j applied to key l
-        own = np.diagonal(s_NTT, axis1=-2, axis2=-1)
-        rival = np.where(eye, -np.inf, s_NTT).max(-1)
-        certified |= own - rival > _MARGIN * np.maximum(1.0, np.abs(own))
+        s_NTT = gram_NTT - centre @ k_NDT  # functional of key j applied to key l
+        own = np.einsum("...jj->...j", s_NTT).copy()
+        np.einsum("...jj->...j", s_NTT)[...] = -np.inf
+        certified |= own - s_NTT.max(-1) > _MARGIN * np.maximum(1.0, np.abs(own))
     return certified
 
 
 def separated_by_frank_wolfe(k_NTD: np.ndarray, todo_P2: np.ndarray, iterations: int = 300) -> np.ndarray:
-    """For each (head, key) pair in `todo_P2`, True when a separating functional was found."""
+    """For each (head, key) pair in `todo_P2` (sorted by head), True when a separating functional
+    was found.
+
+    Each step lays the unsettled pairs out per head, (heads, slots), and scores every key of a head
+    against all its pairs' points p in one matrix product, so no head's keys are copied per pair."""
     n, j = todo_P2[:, 0], todo_P2[:, 1]
-    d_PTD = k_NTD[n] - k_NTD[n, j][:, None, :]
-    P, T, _ = d_PTD.shape
-    rows = np.arange(P)
-    is_self_PT = np.arange(T)[None, :] == j[:, None]
-    p_PD = d_PTD.sum(1) / (T - 1)
-    separated = np.zeros(P, dtype=bool)
-    active = rows
-    for _ in range(iterations):
-        s_AT = np.matmul(d_PTD[active], p_PD[active][:, :, None])[..., 0]
-        s_AT[is_self_PT[active]] = np.inf
+    T = k_NTD.shape[1]
+    kj_PD = k_NTD[n, j]
+    p_PD = (k_NTD.sum(1)[n] - kj_PD) / (T - 1) - kj_PD
+    separated = np.zeros(len(n), dtype=bool)
+    active = np.arange(len(n))
+    for _ in range(iterations if len(n) else 0):
+        heads, h = np.unique(n[active], return_inverse=True)
+        slot = np.arange(len(active)) - np.searchsorted(n[active], n[active])
+        p_HSD = np.zeros((len(heads), int(slot.max()) + 1, k_NTD.shape[-1]))
+        p_HSD[h, slot] = p_PD[active]
+        s_AT = (k_NTD[heads] @ p_HSD.swapaxes(-1, -2))[h, :, slot]
+        s_AT -= (kj_PD[active] * p_PD[active]).sum(-1)[:, None]  # s[a, l] = p_a.(k_l - k_j)
+        s_AT[np.arange(len(active)), j[active]] = np.inf
         worst = s_AT.argmin(1)
         done = s_AT[np.arange(len(active)), worst] > _MARGIN
         separated[active[done]] = True
         active, worst = active[~done], worst[~done]
         if len(active) == 0:
             break
-        step_AD = d_PTD[active, worst] - p_PD[active]
+        step_AD = k_NTD[n[active], worst] - kj_PD[active] - p_PD[active]
         num = -(p_PD[active] * step_AD).sum(1)
         gamma = np.clip(num / np.maximum((step_AD * step_AD).sum(1), 1e-300), 0.0, 1.0)
         p_PD[active] += gamma[:, None] * step_AD

@@ -23,7 +23,7 @@ def first_scorable(strict: bool) -> int:
 
 def dots(q_NTD: np.ndarray, k_NSD: np.ndarray) -> np.ndarray:
     """All query-key dot products, in float64: (..., T, S)."""
-    return np.einsum("...td,...sd->...ts", q_NTD.astype(np.float64), k_NSD.astype(np.float64))
+    return q_NTD.astype(np.float64) @ k_NSD.astype(np.float64).swapaxes(-1, -2)
 
 
 def kernel(dots_NTS, qq_NT, kk_NS, b_N, eps_N, t: float = 1.0) -> np.ndarray:
@@ -33,8 +33,16 @@ def kernel(dots_NTS, qq_NT, kk_NS, b_N, eps_N, t: float = 1.0) -> np.ndarray:
     """
     b = np.asarray(b_N, dtype=np.float64)[..., None, None]
     eps = np.asarray(eps_N, dtype=np.float64)[..., None, None]
-    d2 = (t * t) * qq_NT[..., :, None] + kk_NS[..., None, :] - 2.0 * t * dots_NTS
-    return (t * dots_NTS + b) ** 2 / (np.maximum(d2, 0.0) + eps)
+    # The same operations in the same order as (t d + b)^2 / (max(d2, 0) + eps), in place: the
+    # arrays are large (every window's heads at once).
+    d2 = (t * t) * qq_NT[..., :, None] + kk_NS[..., None, :]
+    d2 -= 2.0 * t * dots_NTS
+    np.maximum(d2, 0.0, out=d2)
+    d2 += eps
+    num = t * dots_NTS + b
+    num *= num
+    num /= d2
+    return num
 
 
 def kernel_weights(kappa_NTS: np.ndarray, available_TS: np.ndarray) -> np.ndarray:

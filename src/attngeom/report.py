@@ -7,21 +7,46 @@ import datetime as dt
 import json
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
+from attngeom import fetch
 from attngeom.claims import checkpoint_labels
 from attngeom.files import git_commit, sha256_file, versions, write_atomic
 
 
+def cpu_model() -> str:
+    """The processor's model name (float round-off, and so the last digits, depend on it)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Hardware", "cpu model") and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, check=False)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    return platform.processor() or "unknown CPU model"
+
+
+def machine() -> str:
+    """Platform, architecture, CPU model and number of cores."""
+    return f"{platform.platform()} ({platform.machine()}, {cpu_model()}, {os.cpu_count()} cores)"
+
+
 def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
-    """Where the judgement came from: inputs, expected values, software, machine, date, command."""
+    """Where the judgement came from: inputs and where each came from, expected values, software,
+    machine, date, command."""
     return {
         "inputs": {str(p): sha256_file(p) for p in inputs},
+        "sources": {str(p): fetch.origin(p) for p in inputs},
         "expected_sha256": expected_sha,
         "versions": versions(),
         "git_commit": git_commit(),
-        "machine": f"{platform.platform()} ({platform.machine()}, {os.cpu_count()} CPUs)",
+        "machine": machine(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(["reproduce.sh", *sys.argv[1:]]),
     }
@@ -87,6 +112,73 @@ def preflight_line(preflight: dict) -> str:
     mark = verdict if verdict == "PASS" else f"**{verdict}**"
     return (f"Fidelity preflight: {mark} ({preflight.get('steps', '?')} steps on {_cell(preflight.get('device', '?'))}, "
             f"against the author's training script; {_cell(preflight.get('file', 'fidelity.json'))}).")  # fmt: skip
+def quality_lines(quality: dict) -> list[str]:
+    """The quoted quality gap's source, and the bundles' own seed-0 gap on its own line."""
+    lines = []
+    runs = quality.get("companion")
+    if runs:
+        per = "; ".join(
+            f"{name} {m['mean']:.4f} ± {m['std']:.4f} over seeds {', '.join(map(str, m['seeds']))} "
+            f"({', '.join(f'{v:.4f}' for v in m['best_val'])})"
+            for name, m in runs["mechanisms"].items()
+        )
+        lines.append(f"- judged on the companion's runs `{runs['file']}`: mean best validation loss (± population "
+                     f"standard deviation, recomputed from each seed): {per}")
+    gaps = quality.get("bundle_gap_to_softmax") or {}
+    if gaps:
+        lines.append("- seed-0 bundle gap (these bundles' best validation loss, one seed each; a statistic, not the "
+                     "quoted one): " + ", ".join(f"{name} {gap:.2%} from softmax" for name, gap in gaps.items()))
+    return lines
+
+
+def _spread(summary: dict, fmt: str) -> str:
+    return f"{summary['mean']:{fmt}} ± {summary['std']:{fmt}} ({summary['min']:{fmt}} to {summary['max']:{fmt}}, n = {summary['n']})"
+
+
+def _number(value, fmt: str) -> str:
+    return "-" if value is None else f"{value:{fmt}}"
+
+
+def robustness_lines(robust: dict) -> list[str]:
+    """The robustness section: theorem counts over every window and seed, then each measured
+    statistic's distribution over windows and over seeds beside the published value."""
+    if not robust:
+        return [
+            (
+                "These bundles hold one window of one seed (no `windows_*.npz` file, no other seed): the judged "
+                "values above are all there is. A rerun with extra windows or seeds adds their distributions here."
+            )
+        ]
+    first = next(iter(robust.values()))
+    lines = [
+        "Seed 0's fixed window is the value judged above; here every statistic on every window of every seed found "
+        f"(seeds {', '.join(map(str, first['seeds']))}; windows per seed: "
+        + "; ".join(f"{v} {', '.join(f's{s}: {w}' for s, w in m['windows'].items())}" for v, m in robust.items())
+        + "). Theorem counts are summed over all windows; a theorem must hold on every one. Spreads are mean ± "
+        "population standard deviation (min to max).",
+        "",
+        "| model | winners moved under query scaling | keys inside the others' hull |",
+        "| --- | --- | --- |",
+    ]
+    for v, m in robust.items():
+        counts = (m["counts"][c] for c in ("scale_moved_rows", "keys_inside_hull"))
+        cells = (
+            f"**{c['count']:,} of {c['out_of']:,}** (the published value is {c['published']})"
+            if c["published"] is not None and c["count"] != c["published"]
+            else f"{c['count']:,} of {c['out_of']:,}"
+            for c in counts
+        )
+        lines.append(f"| {v} | " + " | ".join(cells) + " |")
+    lines += ["", "| model | statistic | published | seed 0, fixed window | over all windows | over seeds (fixed window) |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for v, m in robust.items():
+        for stat in m["statistics"].values():
+            fmt = ".3g" if abs(stat["all_windows"]["max"]) < 1 else ".1f"
+            lines.append(
+                f"| {v} | {_cell(stat['label'])} | {_number(stat['published'], fmt)} | {stat['fixed_window_seed0']:{fmt}} "
+                f"| {_spread(stat['all_windows'], fmt)} | {_spread(stat['over_seeds'], fmt)} |"
+            )
+    return lines
 
 
 def markdown(report: dict, results: dict) -> str:
@@ -109,6 +201,9 @@ def markdown(report: dict, results: dict) -> str:
         "| verdict | claim | quote (place in the post) | expected | measured | tolerance reason |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
+    stale = [path for path, o in report["provenance"].get("sources", {}).items() if o.get("stale")]
+    if stale:
+        lines[4:4] = [f"Note: {len(stale)} input(s) came from a stale download cache (see Provenance).", ""]
     for c in report["claims"]:
         mark = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIP": "SKIP"}[c["verdict"]]
         lines.append(
@@ -117,12 +212,32 @@ def markdown(report: dict, results: dict) -> str:
         )
     if results["models"]:
         lines += ["", "## Statistics per model", "", *statistics_table(results)]
+    if quality := quality_lines(results.get("quality", {})):
+        lines += ["", "## Quality", "", *quality]
+    if "robustness" in results:
+        lines += ["", "## Robustness: every window and seed", "", *robustness_lines(results["robustness"])]
     p = report["provenance"]
     lines += ["", "## Provenance", "", f"- command: `{p['command']}`", f"- machine: {p['machine']}",
               f"- git commit: {p['git_commit']}", "- versions: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items()),
               "- expected values: " + ", ".join(f"{k} `{v}`" for k, v in p["expected_sha256"].items()), "- inputs:"]
-    lines += [f"  - `{path}`: `{sha}`" for path, sha in p["inputs"].items()]
+    sources = p.get("sources", {})
+    lines += [f"  - `{path}`: `{sha}`{source_note(sources.get(path))}" for path, sha in p["inputs"].items()]
     return "\n".join(lines) + "\n"
+
+
+def source_note(origin: dict | None) -> str:
+    """Where an input came from, as a reviewer reads it (a stale cache entry says so)."""
+    if not origin:
+        return ""
+    if origin["source"] == "network":
+        return f", from the network ({origin['url']})"
+    if origin["source"] == "mirror":
+        return f", from the mirror `{origin['mirror']}` ({origin['url']})"
+    if origin["source"] == "local":
+        return ", a local file"
+    where = f"the mirror `{origin['mirror']}`" if origin.get("fetched_from") == "mirror" else "the network"
+    note = f", from the cache (fetched from {where}, {origin['url']}, on {origin['fetched']})" if origin.get("fetched") else ""
+    return note + (f"; **stale cache**: {origin['stale']}" if origin.get("stale") else "")
 
 
 def write_report(out: Path, report: dict, results: dict) -> None:

@@ -7,11 +7,13 @@ not quote; the claims (claims.py) only read from it.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 
-from attngeom import hull, stats, theorems, toy
+from attngeom import companion, hull, stats, theorems, toy
 from attngeom.bundles import ModelEvidence
+from attngeom.fetch import COMPANION_URL
 
 
 def _round(x, digits: int = 10):
@@ -85,6 +87,7 @@ def mathematics_results() -> dict:
     """The exact theorems' numerical witnesses and the toy panels' numbers."""
     walk = toy.hull_walk()
     far = toy.far_field()
+    settle = toy.settle_radii()
     return {
         "wedge_random": theorems.wedge_random(),
         "wedge_toy_moved": theorems.wedge_toy(),
@@ -98,13 +101,36 @@ def mathematics_results() -> dict:
             "radius": _round(far["radius"]),
             "agreement": _round(far["agreement"]),
             "correction_gap": {str(t): toy.far_field_correction(t) for t in (1e2, 1e3, 1e4)},
+            "exact": {
+                "theta_deg": _round(np.degrees(np.arange(len(settle)) * np.pi / len(settle))),
+                "settle_radius": [None if np.isinf(r) else round(float(r), 10) for r in settle],
+                "full_agreement_radius": None if np.isinf(settle.max()) else round(float(settle.max()), 10),
+                "never_agree": int(np.isinf(settle).sum()),
+            },
         },
     }
 
 
-def compute_results(models: dict[str, ModelEvidence]) -> dict:
-    """results.json: every model's statistics plus the mathematics."""
+def quality_results(models: dict[str, ModelEvidence], companion_runs: Path | None) -> dict:
+    """The quoted quality gap's source (the companion's runs, when given) and, as a statistic of
+    these bundles only, each kernel model's seed-0 gap to softmax."""
+    out: dict = {}
+    if companion_runs is not None:
+        out["companion"] = companion.quality(companion_runs, COMPANION_URL)
+    if "softmax" in models:
+        soft = float(models["softmax"].run["best_val"])
+        out["bundle_gap_to_softmax"] = {
+            name: companion.relative_gap(soft, float(m.run["best_val"]))
+            for name, m in models.items()
+            if name != "softmax"
+        }
+    return out
+
+
+def compute_results(models: dict[str, ModelEvidence], companion_runs: Path | None = None) -> dict:
+    """results.json: every model's statistics, the quality gaps and the mathematics."""
     return {
         "models": {name: model_results(m) for name, m in models.items()},
+        "quality": quality_results(models, companion_runs),
         "mathematics": mathematics_results(),
     }

@@ -7,7 +7,7 @@ kept per head (L, H) so the report can show the spread as well as the mean.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,34 +33,63 @@ def distinct_count(win_NR: np.ndarray) -> np.ndarray:
     return 1 + (np.diff(ordered, axis=-1) != 0).sum(-1)
 
 
-def scorer(model: ModelEvidence, head=(...,)) -> Callable[[float], np.ndarray]:
-    """The model's raw score as a function of the query scale t: t q.k (softmax) or kappa
-    (kernel). Dot products and norms are computed once and shared by every t."""
-    q, k = model.q_LHTD[head], model.k_LHTD[head]
-    d = laws.dots(q, k)
-    if model.b_LH is None:
-        return lambda t: t * d
-    q64, k64 = q.astype(np.float64), k.astype(np.float64)
-    qq, kk = (q64**2).sum(-1), (k64**2).sum(-1)
-    b, eps = model.b_LH[head], model.eps_LH[head]
-    return lambda t: laws.kernel(d, qq, kk, b, eps, t)
+def _pick(a: np.ndarray, head: tuple[int, int] | None, tail: int) -> np.ndarray:
+    """All heads (None) or head (l, h) of an array whose last `tail` axes follow L, H."""
+    return a if head is None else a[(..., *head) + (slice(None),) * tail]
 
 
-def raw_scores(model: ModelEvidence, t: float = 1.0, head=(...,)) -> np.ndarray:
+@dataclass(frozen=True)
+class Scorer:
+    """A model's raw score as a function of the query scale t: t q.k (softmax, b None) or kappa
+    (kernel). The dot products and squared norms are computed once and shared by every t and by
+    the statistics that need them."""
+
+    dots: np.ndarray
+    qq: np.ndarray
+    kk: np.ndarray
+    b: np.ndarray | None
+    eps: np.ndarray | None
+
+    def __call__(self, t: float) -> np.ndarray:
+        if self.b is None:
+            return t * self.dots
+        return laws.kernel(self.dots, self.qq, self.kk, self.b, self.eps, t)
+
+
+def scorer(model: ModelEvidence, head: tuple[int, int] | None = None) -> Scorer:
+    """The model's scorer on every head or on head (layer, head) only; q and k may carry leading
+    axes (a window axis)."""
+    q = _pick(model.q_LHTD, head, 2).astype(np.float64)
+    k = _pick(model.k_LHTD, head, 2).astype(np.float64)
+    kernel = model.b_LH is not None
+    return Scorer(
+        laws.dots(q, k),
+        (q**2).sum(-1),
+        (k**2).sum(-1),
+        _pick(model.b_LH, head, 0) if kernel else None,
+        _pick(model.eps_LH, head, 0) if kernel else None,
+    )
+
+
+def raw_scores(model: ModelEvidence, t: float = 1.0, head: tuple[int, int] | None = None) -> np.ndarray:
     """The model's raw score with every query scaled by t."""
     return scorer(model, head)(t)
 
 
-def changed_winners(model: ModelEvidence, scales, reference: float, head=(...,)) -> np.ndarray:
+def changed_winners(
+    model: ModelEvidence, scales, reference: float, head: tuple[int, int] | None = None, score: Scorer | None = None
+) -> np.ndarray:
     """Per scale, which scorable rows' winner differs from the winner at `reference`: (S, ..., R)."""
-    score = scorer(model, head)
+    score = score or scorer(model, head)
     base = winners(score(reference), model.strict)
     return np.stack([winners(score(float(t)), model.strict) != base for t in scales])
 
 
-def scale_changed(model: ModelEvidence, scales=SCALES, head=(...,)) -> np.ndarray:
+def scale_changed(
+    model: ModelEvidence, scales=SCALES, head: tuple[int, int] | None = None, score: Scorer | None = None
+) -> np.ndarray:
     """Fraction of scorable rows whose winner moves when queries are scaled by t: (..., len(scales))."""
-    return np.moveaxis(changed_winners(model, scales, 1.0, head).mean(-1), 0, -1)
+    return np.moveaxis(changed_winners(model, scales, 1.0, head, score).mean(-1), 0, -1)
 
 
 def sweep_changed_rows(model: ModelEvidence, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
@@ -96,21 +125,24 @@ def norm_entropy(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
     return (-plogp.sum(-1) / np.log(n_keys)).mean(-1)
 
 
+def reconstruction_gap(model: ModelEvidence, score: Scorer | None = None) -> np.ndarray:
+    """Per head, largest |kernel weights recomputed from exported q, k, b, eps - exported attn|: (..., L, H)."""
+    T = model.attn_LHTT.shape[-1]
+    w = laws.kernel_weights((score or scorer(model))(1.0), laws.available_TT(T, model.strict))
+    return np.abs(w - model.attn_LHTT.astype(np.float64)).max((-2, -1))
+
+
 def reconstruction_error(model: ModelEvidence) -> float:
     """Largest |kernel weights recomputed from exported q, k, b, eps - exported attn| over all heads."""
-    T = model.attn_LHTT.shape[-1]
-    w = laws.kernel_weights(raw_scores(model), laws.available_TT(T, model.strict))
-    return float(np.abs(w - model.attn_LHTT.astype(np.float64)).max())
+    return float(reconstruction_gap(model).max())
 
 
-def winner_agreement(model: ModelEvidence) -> tuple[np.ndarray, np.ndarray]:
+def winner_agreement(model: ModelEvidence, score: Scorer | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per head, the share of scorable rows whose winner in the final map is also the nearest key
     (argmin |q - k|) and the best-aligned key (argmax q.k) among the available keys."""
-    q = model.q_LHTD.astype(np.float64)
-    k = model.k_LHTD.astype(np.float64)
-    d = laws.dots(q, k)
-    dist2 = (q**2).sum(-1)[..., :, None] + (k**2).sum(-1)[..., None, :] - 2 * d
+    score = score or scorer(model)
+    dist2 = score.qq[..., :, None] + score.kk[..., None, :] - 2 * score.dots
     own = winners(model.attn_LHTT.astype(np.float64), model.strict)
     nearest = winners(-dist2, model.strict)
-    aligned = winners(d, model.strict)
+    aligned = winners(score.dots, model.strict)
     return (own == nearest).mean(-1), (own == aligned).mean(-1)

@@ -106,12 +106,77 @@ def far_field(n_frames: int = 60, n_directions: int = 90) -> dict[str, np.ndarra
     """Antipodal agreement of the kernel owner at radii 2..120: the share of directions
     th = k pi / 90 whose winner at R u equals the winner at -R u."""
     radii = np.geomspace(2.0, 120.0, n_frames)
-    th = np.arange(n_directions) * np.pi / n_directions
-    u_U2 = np.stack([np.cos(th), np.sin(th)], axis=1)
+    u_U2 = directions(n_directions)
     agree = np.array(
         [(owners(r * u_U2, BODIES, "kernel") == owners(-r * u_U2, BODIES, "kernel")).mean() for r in radii]
     )
     return {"radius": radii, "agreement": agree}
+
+
+def directions(n_directions: int = 90) -> np.ndarray:
+    """The far field's unit directions th = k pi / n, k = 0..n-1: (U, 2)."""
+    th = np.arange(n_directions) * np.pi / n_directions
+    return np.stack([np.cos(th), np.sin(th)], axis=1)
+
+
+# _CONV[p, q, p + q] = 1: the product of two quadratics' coefficient vectors is a quartic's.
+_CONV = np.zeros((3, 3, 5))
+_CONV[np.arange(3)[:, None], np.arange(3)[None, :], np.add.outer(np.arange(3), np.arange(3))] = 1.0
+
+
+def pair_gap_polynomials(a_UK: np.ndarray, c_K: np.ndarray, b: float) -> np.ndarray:
+    """For every direction and every pair i < j of keys, the quartic in R (ascending coefficients)
+    num_i den_j - num_j den_i, where kappa_j(R u) = num_j / den_j = (R a_j + b)^2 / (R^2 - 2 R a_j + c_j),
+    a_j = u.k_j, c_j = |k_j|^2 + eps. Both denominators are positive (c_j > a_j^2), so its sign is
+    the sign of kappa_i - kappa_j: the owner can change only at its roots. (U, pairs, 5)."""
+    i, j = np.triu_indices(a_UK.shape[-1], 1)
+    num = np.stack([np.full_like(a_UK, b * b), 2 * b * a_UK, a_UK**2], axis=-1)
+    den = np.stack([np.broadcast_to(c_K, a_UK.shape), -2 * a_UK, np.ones_like(a_UK)], axis=-1)
+    return _times(num[:, i], den[:, j]) - _times(num[:, j], den[:, i])
+
+
+def _times(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Product of quadratics given by ascending coefficients (..., 3): a quartic (..., 5)."""
+    return np.einsum("...p,...q,pqk->...k", x, y, _CONV)
+
+
+def positive_real_roots(p_N5: np.ndarray) -> np.ndarray:
+    """Positive real roots of quartics (ascending coefficients), inf where none: (N, 4).
+
+    Roots with a tiny imaginary part count as real: an extra breakpoint costs one more test
+    interval, a missed one could hide an owner change."""
+    roots = np.full((len(p_N5), 4), np.nan + 0j)
+    quartic = p_N5[:, 4] != 0
+    companion = np.zeros((int(quartic.sum()), 4, 4))
+    companion[:, np.arange(1, 4), np.arange(3)] = 1.0
+    companion[:, :, 3] = -p_N5[quartic, :4] / p_N5[quartic, 4:]
+    roots[quartic] = np.linalg.eigvals(companion)
+    for n in np.flatnonzero(~quartic & np.any(p_N5 != 0, axis=1)):  # exact ties of the leading term (rare)
+        r = np.roots(np.trim_zeros(p_N5[n, ::-1], "f"))
+        roots[n, : len(r)] = r
+    real = (np.abs(roots.imag) <= 1e-7 * np.maximum(1.0, np.abs(roots))) & (roots.real > 0)
+    return np.where(real, roots.real, np.inf)
+
+
+def settle_radii(bodies: np.ndarray = BODIES, b: float = B, eps: float = EPS, n_directions: int = 90) -> np.ndarray:
+    """For each direction u, the exact radius beyond which the kernel owners of R u and -R u agree
+    for good (0: at every radius; inf: never, as on a border where the limit's top two tie).
+
+    Every owner change of either point lies at a root of a pairwise quartic, so between
+    consecutive roots both owners are constant: one test point per interval decides it."""
+    u_U2 = directions(n_directions)
+    c_K = (bodies**2).sum(1) + eps
+    a_UK = u_U2 @ bodies.T
+    roots = [positive_real_roots(pair_gap_polynomials(s * a_UK, c_K, b).reshape(-1, 5)) for s in (1, -1)]
+    cuts_UC = np.sort(np.concatenate([r.reshape(len(u_U2), -1) for r in roots], axis=1), axis=1)
+    lower_UI = np.concatenate([np.zeros((len(u_U2), 1)), cuts_UC], axis=1)
+    upper_UI = np.concatenate([cuts_UC, np.full((len(u_U2), 1), np.inf)], axis=1)
+    valid_UI = np.isfinite(lower_UI)
+    probe_UI = np.where(np.isfinite(upper_UI), 0.5 * (lower_UI + upper_UI), 2.0 * lower_UI + 1.0)
+    q_P2 = (np.where(valid_UI, probe_UI, 1.0)[..., None] * u_U2[:, None, :]).reshape(-1, 2)
+    agree_UI = (owners(q_P2, bodies, "kernel", b, eps) == owners(-q_P2, bodies, "kernel", b, eps)).reshape(valid_UI.shape)
+    last_UI = np.where(valid_UI & ~agree_UI, np.arange(valid_UI.shape[1]), -1).max(1)
+    return np.where(last_UI < 0, 0.0, upper_UI[np.arange(len(u_U2)), np.maximum(last_UI, 0)])
 
 
 def first_radius_reaching(far: dict, level: float) -> float:

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from attngeom import evidence, expected, fetch, html_report, judge, report
+from attngeom import evidence, expected, fetch, html_report, judge, report, robustness
 from attngeom.bundles import VARIANTS, load_models
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
 from attngeom.files import sha256_file
@@ -51,7 +51,9 @@ def run_verify(
     print(ev.line())
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    results = compute_results(models)
+    companion_runs = fetch.fetch_companion()
+    robust, robust_inputs = robustness.measure(root, models)
+    results = {**compute_results(models, companion_runs), "robustness": robust}
     rows = judge.judge_all(results, tier, ev.scope, ev.stopped_after)
     doc = {
         "summary": judge.summarise(rows),
@@ -62,7 +64,7 @@ def run_verify(
         "preflight": ev.preflight,
         "bundles": str(root),
         "claims": rows,
-        "provenance": report.provenance([Path(p) for p in hashes], expected.sha256_of()),
+        "provenance": report.provenance([Path(p) for p in hashes] + robust_inputs + [companion_runs], expected.sha256_of()),
     }  # fmt: skip
     report.write_report(Path(out), doc, results)
     html_report.write_html(Path(out), doc, results)
