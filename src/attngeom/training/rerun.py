@@ -24,9 +24,9 @@ import numpy as np
 
 from attngeom.errors import InputError
 from attngeom.options import list_of, seed
+from attngeom.variants import BUNDLES, PUBLISHED, TRAINABLE
 
-BUNDLES = {"attngeom-qk": ("softmax", "yat_b"), "attngeom-goat": ("goat_v", "goat_nov")}
-DEFAULT_VARIANTS = ("softmax", "yat_b", "goat_v")
+DEFAULT_VARIANTS = PUBLISHED
 PRESET_NAMES = ("paper", "smoke")  # attngeom.training.train.PRESETS, named here so the CLI starts without jax
 DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
 CHECKPOINTS = "checkpoints"
@@ -166,7 +166,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"backend {args.backend!r} is not run here; use `reproduce.sh {args.backend} ...`")
     deterministic_device()
     from attngeom.training import data, runs
-    from attngeom.bundles import VARIANTS
 
     if args.resume:
         folder, cfg, variants, seeds, preset_name = resume_run(args.resume)
@@ -189,9 +188,9 @@ def run(args: argparse.Namespace) -> int:
     if cfg.stop_after is None:  # a stopped run keeps them, to be carried on with --resume
         shutil.rmtree(folder.path / CHECKPOINTS, ignore_errors=True)
     folder.complete(variant_wall_s=walls)
-    judged = tuple(v for v in VARIANTS if v in variants)
+    judged = tuple(v for v in PUBLISHED if v in variants)
     if 0 not in seeds or not judged:
-        print(f"verification skipped: the claims are about seed 0 of {', '.join(VARIANTS)}, not trained here")
+        print(f"verification skipped: the claims are about seed 0 of {', '.join(PUBLISHED)}, not trained here")
         return 0
     from attngeom.verify import run_verify
 
@@ -214,7 +213,7 @@ def register(subparsers) -> None:
                    help="stop after this step of the schedule (telemetry steps up to it are recorded)")
     p.add_argument("--seed", type=seed, default=0, help="the seed (default 0, the published runs)")
     p.add_argument("--seeds", type=list_of(seed), help="several seeds, comma-separated (overrides --seed)")
-    p.add_argument("--variants", type=list_of(str, [v for members in BUNDLES.values() for v in members], "variant"),
+    p.add_argument("--variants", type=list_of(str, TRAINABLE, "variant"),
                    default=DEFAULT_VARIANTS, help=f"comma-separated (default: {','.join(DEFAULT_VARIANTS)})")
     p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
     p.add_argument("--resume", type=Path, metavar="RUN",

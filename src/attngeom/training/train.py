@@ -31,9 +31,7 @@ from attngeom.training import data
 from attngeom.errors import InputError
 from attngeom.files import atomic_file
 from attngeom.training.model import ModelConfig, build
-
-# The original per-variant rates; goat_nov's is not recorded and is taken to be goat_v's.
-LEARNING_RATES = {"softmax": 3e-4, "yat_b": 3e-3, "goat_v": 3e-2, "goat_nov": 3e-2}
+from attngeom.variants import variant as variant_spec
 
 
 @dataclass(frozen=True)
@@ -46,7 +44,7 @@ class TrainConfig:
     eval_every: int = 500
     val_batches: int = 16
     weight_decay: float = 0.01
-    lr: float | None = None  # one learning rate for every variant, else LEARNING_RATES
+    lr: float | None = None  # one learning rate for every variant, else each variant's original one
     chunk: int = 50
     stop_after: int | None = None  # the last step trained: the first part of the schedule, else all of it
 
@@ -55,7 +53,7 @@ class TrainConfig:
         return self.steps if self.stop_after is None else self.stop_after + 1
 
     def lr_of(self, variant: str) -> float:
-        return self.lr if self.lr is not None else LEARNING_RATES[variant]
+        return self.lr if self.lr is not None else variant_spec(variant).lr
 
     def telemetry_steps(self) -> tuple[int, ...]:
         """0 (before any update), steps//10, steps//2, steps-1 (after that step's update)."""
@@ -67,7 +65,7 @@ class TrainConfig:
 
     def original_cfg(self) -> dict:
         """The `cfg` record of the original run JSON."""
-        m, lr = self.model, self.lr if self.lr is not None else LEARNING_RATES["softmax"]
+        m, lr = self.model, self.lr_of("softmax")  # the original records softmax's rate
         cfg = {
             "D": m.d_model, "LAYERS": m.layers, "HEADS": m.heads, "T": m.seq_len, "FF": m.d_ff,
             "BATCH": self.batch, "STEPS": self.steps, "LR": lr, "DROP": m.dropout,
@@ -308,7 +306,7 @@ def train_variant(
         save_checkpoint(checkpoint, state, done, losses, curve, score_max, maps)  # to carry on later
     q, k, attn = (np.asarray(a, dtype=np.float16) for a in probe(state[0], state[1], window_T))
     b_LH = eps_LH = None
-    if variant != "softmax":
+    if variant_spec(variant).kernel:
         scalars = nnx.merge(graphdef, state[0], state[1]).kernel_scalars()
         b_LH, eps_LH = (np.asarray(a, dtype=np.float64) for a in scalars)
     return RunResult(
