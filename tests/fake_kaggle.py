@@ -21,8 +21,8 @@ from urllib.parse import quote, unquote, urlsplit
 
 import numpy as np
 
-from attngeom.bundles import RUN_JSON, write_attn_npz, write_geom_npz
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR
+from attngeom.bundles import RUN_JSON, write_attn_npz, write_geom_npz
 from attngeom.variants import variant as variant_spec
 
 RPC_PREFIX = "/api/v1/"

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 from attngeom import cli
-from attngeom.training import rerun, runs, train
 from attngeom.bundles import RUN_JSON, load_models
 from attngeom.errors import InputError
+from attngeom.training import config, rerun, runs, train
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _restore_device_settings(monkeypatch):
     """`rerun` sets these for its process; give them back after an in-process call."""
-    for name in ("XLA_FLAGS", "CUDA_VISIBLE_DEVICES"):
+    for name in ("XLA_FLAGS", "CUDA_VISIBLE_DEVICES", "JAX_DEFAULT_MATMUL_PRECISION"):
         if name in os.environ:
             monkeypatch.setenv(name, os.environ[name])
         else:
@@ -29,7 +29,7 @@ def _restore_device_settings(monkeypatch):
 
 
 def test_preset_names_match_the_presets():
-    assert rerun.PRESET_NAMES == tuple(train.PRESETS)
+    assert rerun.PRESET_NAMES == tuple(config.PRESETS)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_smoke_rerun_trains_writes_and_passes_verification(smoke_run):
     assert manifest["config"]["preset"] == "smoke" and manifest["verify_exit"] == 0
     assert {"report/REPORT.md", "report/report.json", "attngeom-qk/yat_attention.json"} <= set(manifest["files"])
     logged = [json.loads(line) for line in (out / runs.TRAIN_LOG).read_text().splitlines()]
-    steps = train.PRESETS["smoke"].steps
+    steps = config.PRESETS["smoke"].steps
     assert [(r["variant"], r["step"]) for r in logged] == [(v, s) for v in rerun.DEFAULT_VARIANTS for s in range(steps)]
 
 
@@ -115,12 +115,12 @@ def test_a_resumed_rerun_writes_the_bundles_of_an_uninterrupted_one(tmp_path, mo
     with monkeypatch.context() as m:
         _interrupt_at(m, "yat_b", 23)  # steps 23..39 logged, the last checkpoint at 20
         assert cli.main([*opts, "--out", str(tmp_path / "cut")]) == 130
-    assert (tmp_path / "cut" / rerun.CHECKPOINTS / "yat_b_s1.npz").is_file()
+    assert (tmp_path / "cut" / runs.CHECKPOINTS / "yat_b_s1.npz").is_file()
     assert cli.main(["rerun", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
     assert "yat_b seed 1: resuming after step 20" in capsys.readouterr().out
 
     whole, cut = runs.require_complete(tmp_path / "whole"), runs.require_complete(tmp_path / "cut")
-    assert set(cut["files"]) == set(whole["files"]) and not (tmp_path / "cut" / rerun.CHECKPOINTS).exists()
+    assert set(cut["files"]) == set(whole["files"]) and not (tmp_path / "cut" / runs.CHECKPOINTS).exists()
     for name in whole["files"]:
         a, b = tmp_path / "whole" / name, tmp_path / "cut" / name
         if name.endswith(".npz"):
@@ -164,7 +164,7 @@ def test_run_json_summarises_every_seed():
             score_max=[1.0], b_LH=np.ones((1, 2)), eps_LH=np.ones((1, 2)), wall_s=0.0,
         )  # fmt: skip
 
-    doc = rerun.run_json([fake(0, 1.0), fake(1, 2.0)], train.PRESETS["smoke"])
+    doc = rerun.run_json([fake(0, 1.0), fake(1, 2.0)], config.PRESETS["smoke"])
     assert doc["summary"]["yat_b"]["best_val_mean"] == 1.5 and doc["summary"]["yat_b"]["best_val_std"] == 0.5
     assert [list(r)[:6] for r in doc["runs"]][0] == ["variant", "seed", "best_val", "bpc", "curve", "score_max"]
     assert doc["runs"][1]["b_learned"] == [[1.0, 1.0]]

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from attngeom.training import runs
 from attngeom.errors import InputError
+from attngeom.training import runs
 
 
 def _finished_run(path):
@@ -86,6 +86,7 @@ def test_only_an_unfinished_run_is_resumed_and_its_error_is_cleared(tmp_path):
         runs.RunFolder.resume(tmp_path)
     run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config={"train": {}})
     run.fail(KeyboardInterrupt("stopped"))
+    run.release()
     resumed = runs.RunFolder.resume(run.path)
     manifest = json.loads((run.path / runs.MANIFEST).read_text())
     assert "error" not in manifest and len(manifest["resumed_utc"]) == 1 and resumed.manifest == manifest

@@ -8,11 +8,11 @@ import jax
 import numpy as np
 import pytest
 
-from attngeom.training import data, train
 from attngeom.errors import InputError
-from attngeom.training.model import ModelConfig
+from attngeom.training import config, data, runs, train
+from attngeom.training.config import ModelConfig
 
-TINY = train.TrainConfig(
+TINY = config.TrainConfig(
     model=ModelConfig(d_model=16, layers=2, heads=2, seq_len=16, d_ff=32),
     batch=4, steps=23, eval_every=10, val_batches=2, chunk=4,
 )  # fmt: skip
@@ -31,16 +31,16 @@ def corpus() -> data.Corpus:
 
 
 def test_telemetry_steps_follow_the_original_rule():
-    assert train.PRESETS["paper"].telemetry_steps() == (0, 1200, 6000, 11999)
-    assert train.preset("paper", steps=300).telemetry_steps() == (0, 30, 150, 299)
+    assert config.PRESETS["paper"].telemetry_steps() == (0, 1200, 6000, 11999)
+    assert config.preset("paper", steps=300).telemetry_steps() == (0, 30, 150, 299)
 
 
 def test_evaluation_every_500_steps_and_after_the_last():
-    assert train.PRESETS["paper"].eval_points() == tuple(range(500, 12_001, 500))
-    assert train.preset("paper", steps=1200).eval_points() == (500, 1000, 1200)
+    assert config.PRESETS["paper"].eval_points() == tuple(range(500, 12_001, 500))
+    assert config.preset("paper", steps=1200).eval_points() == (500, 1000, 1200)
 
 
-@pytest.mark.parametrize("cfg", [TINY, train.PRESETS["paper"], train.PRESETS["smoke"]])
+@pytest.mark.parametrize("cfg", [TINY, config.PRESETS["paper"], config.PRESETS["smoke"]])
 def test_chunk_plan_covers_every_step_once_and_stops_at_every_event(cfg):
     plan = train.chunk_plan(cfg)
     starts = [first for first, _ in plan]
@@ -101,7 +101,7 @@ def test_softmax_records_no_kernel_scalars(corpus):
 
 
 def _first_three_losses(corpus, variant: str) -> np.ndarray:
-    cfg = train.preset("paper", chunk=3)
+    cfg = config.preset("paper", chunk=3)
     graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
     run_chunk = train.make_chunk(train.make_step(graphdef, tx))
     return np.asarray(run_chunk(state, *train.chunk_batches(corpus, cfg, 0, 0, 3))[1])
@@ -149,10 +149,10 @@ def test_a_run_continued_from_its_checkpoint_ends_as_an_uninterrupted_one(corpus
 
     with pytest.raises(KeyboardInterrupt):
         train.train_variant("yat_b", 0, TINY, corpus, on_steps=stop_at_16, checkpoint=ckpt)
-    assert train.checkpoint_step(ckpt) == 10
+    assert runs.checkpoint_step(ckpt, TINY.steps) == 10
     seen = []
     resumed = train.train_variant("yat_b", 0, TINY, corpus, on_steps=lambda f, n: seen.append(f), checkpoint=ckpt)
-    assert seen[0] == 10 and train.checkpoint_step(ckpt) == TINY.steps
+    assert seen[0] == 10 and runs.checkpoint_step(ckpt, TINY.steps) == TINY.steps
     whole = yat_b_run[0]
     for name in ("losses", "tokens_T", "q_LHTD", "k_LHTD", "attn_LHTT", "b_LH", "eps_LH"):
         np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name))

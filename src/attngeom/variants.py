@@ -39,7 +39,8 @@ _BY_NAME = {v.name: v for v in VARIANTS_TABLE}
 TRAINABLE = tuple(v.name for v in VARIANTS_TABLE if v.bundle is not None)
 # bundle folder -> the variants a rerun writes into it
 BUNDLES = {
-    b: tuple(v.name for v in VARIANTS_TABLE if v.bundle == b) for b in dict.fromkeys(v.bundle for v in VARIANTS_TABLE)
+    b: tuple(v.name for v in VARIANTS_TABLE if v.bundle == b)
+    for b in dict.fromkeys(v.bundle for v in VARIANTS_TABLE)
     if b is not None
 }
 

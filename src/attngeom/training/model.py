@@ -12,34 +12,16 @@ slices of LN1(x), no Q/K, strict mask j < i) and `goat_nov` (as goat_v, and v = 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from attngeom.training.config import ModelConfig
 from attngeom.variants import TRAINABLE as MODEL_VARIANTS
 from attngeom.variants import variant as variant_spec
 
 ROW_EPS = 1e-9
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Architecture of the character GPT (the paper preset is the default)."""
-
-    vocab: int = 65
-    d_model: int = 192
-    layers: int = 6
-    heads: int = 4
-    seq_len: int = 128
-    d_ff: int = 768
-    dropout: float = 0.1
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.heads
 
 
 def causal_mask(seq_len: int, strict: bool) -> jax.Array:
