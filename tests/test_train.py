@@ -57,7 +57,7 @@ def test_chunked_steps_give_the_losses_of_a_per_step_loop(corpus):
     step = jax.jit(train.make_step(graphdef, tx))
     per_step = []
     for s in range(6):
-        x_BT, y_BT = data.batch(corpus.train_N, TINY.batch, TINY.model.seq_len, s)
+        x_BT, y_BT = data.batch(corpus.train_M, TINY.batch, TINY.model.seq_len, s)
         state, loss = step(state, x_BT, y_BT)
         per_step.append(float(loss))
 
@@ -65,8 +65,8 @@ def test_chunked_steps_give_the_losses_of_a_per_step_loop(corpus):
     run_chunk = train.make_chunk(train.make_step(graphdef, tx))
     chunked = []
     for first, n in [(0, 4), (4, 2)]:  # the second chunk is padded with inactive steps
-        state, loss_K = run_chunk(state, *train.chunk_batches(corpus, TINY, 0, first, n))
-        chunked += np.asarray(loss_K)[:n].tolist()
+        state, loss_I = run_chunk(state, *train.chunk_batches(corpus, TINY, 0, first, n))
+        chunked += np.asarray(loss_I)[:n].tolist()
     assert chunked == per_step
 
 

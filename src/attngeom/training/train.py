@@ -81,15 +81,15 @@ def make_step(graphdef: nnx.GraphDef, tx: optax.GradientTransformation) -> Calla
 
 
 def make_chunk(step: Callable) -> Callable:
-    """`step` scanned over a chunk of batches (K, B, T); inactive (padding) steps change nothing."""
+    """`step` scanned over a chunk of batches (I, B, T); inactive (padding) steps change nothing."""
 
-    def run(state, x_KBT, y_KBT, active_K):
+    def run(state, x_IBT, y_IBT, active_I):
         def body(carry, inputs):
             x_BT, y_BT, active = inputs
             skip = lambda s: (s, jnp.zeros((), jnp.float32))
             return jax.lax.cond(active, lambda s: step(s, x_BT, y_BT), skip, carry)
 
-        return jax.lax.scan(body, state, (x_KBT, y_KBT, active_K))
+        return jax.lax.scan(body, state, (x_IBT, y_IBT, active_I))
 
     return jax.jit(run, donate_argnums=0)
 
@@ -105,14 +105,14 @@ def make_probe(graphdef: nnx.GraphDef) -> Callable:
 
 
 def make_eval(graphdef: nnx.GraphDef) -> Callable:
-    """Eval-mode loss of each validation batch (N,) and each layer's largest raw score (N, L)."""
+    """Eval-mode loss of each validation batch (E,) and each layer's largest raw score (E, L)."""
 
-    def evaluate(params, rest, x_NBT, y_NBT):
+    def evaluate(params, rest, x_EBT, y_EBT):
         def one(xy):
             logits, p = nnx.merge(graphdef, params, rest).forward(xy[0])
             return optax.softmax_cross_entropy_with_integer_labels(logits, xy[1]).mean(), p["score_max"]
 
-        return jax.lax.map(one, (x_NBT, y_NBT))
+        return jax.lax.map(one, (x_EBT, y_EBT))
 
     return jax.jit(evaluate)
 
@@ -144,9 +144,9 @@ def chunk_plan(cfg: TrainConfig, start: int = 0) -> list[tuple[int, int]]:
 
 
 def chunk_batches(corpus: data.Corpus, cfg: TrainConfig, seed: int, first: int, n: int):
-    x_KBT, y_KBT = data.train_batches(corpus, seed, range(first, first + n), cfg.batch, cfg.model.seq_len)
+    x_IBT, y_IBT = data.train_batches(corpus, seed, range(first, first + n), cfg.batch, cfg.model.seq_len)
     pad = ((0, cfg.chunk - n), (0, 0), (0, 0))
-    return np.pad(x_KBT, pad), np.pad(y_KBT, pad), np.arange(cfg.chunk) < n
+    return np.pad(x_IBT, pad), np.pad(y_IBT, pad), np.arange(cfg.chunk) < n
 
 
 @dataclass
@@ -242,20 +242,20 @@ def train_variant(
     batches: Iterator = (chunk_batches(corpus, cfg, seed, first, n) for first, n in plan)
     upcoming = next(batches, None)
     for first, n in plan:
-        p.state, loss_K = run_chunk(p.state, *upcoming)
+        p.state, loss_I = run_chunk(p.state, *upcoming)
         upcoming = next(batches, None)  # drawn on the host while the device works
-        losses_K = p.losses[first : first + n] = np.asarray(loss_K)[:n]
-        if not np.isfinite(losses_K).all():
-            bad = first + int(np.argmin(np.isfinite(losses_K)))
+        losses_I = p.losses[first : first + n] = np.asarray(loss_I)[:n]
+        if not np.isfinite(losses_I).all():
+            bad = first + int(np.argmin(np.isfinite(losses_I)))
             raise InputError(f"{variant} seed {seed}: training loss not finite at step {bad}; try a smaller --lr")
-        on_steps(first, losses_K)
+        on_steps(first, losses_I)
         p.done = first + n
         if p.done - 1 in telemetry and p.done > 1:
             p.maps[p.done - 1] = snapshot(p.state)
         if p.done in cfg.eval_points():
-            val_N, smax_NL = evaluate(p.state[0], p.state[1], val_x, val_y)
-            p.curve.append({"step": p.done, "val": float(np.mean(np.asarray(val_N, dtype=np.float64)))})
-            p.score_max = np.asarray(smax_NL, dtype=np.float64).ravel().tolist()
+            val_E, smax_EL = evaluate(p.state[0], p.state[1], val_x, val_y)
+            p.curve.append({"step": p.done, "val": float(np.mean(np.asarray(val_E, dtype=np.float64)))})
+            p.score_max = np.asarray(smax_EL, dtype=np.float64).ravel().tolist()
             on_eval(p.done, p.curve[-1]["val"])
         if checkpoint is not None and (p.done in cfg.eval_points() or p.done == cfg.steps_done()):
             save_checkpoint(checkpoint, p)  # at the stop of a stopped run too, to carry it on later
