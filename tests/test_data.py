@@ -53,3 +53,13 @@ def test_encode_text_small():
     assert c.vocab == ("a", "b", "c")
     assert c.decode(c.train_M[:3]) == "abc"
     assert len(c.train_M) == 18 and len(c.val_M) == 2
+
+
+def test_more_windows_are_fixed_validation_windows_after_the_fixed_one(corpus):
+    windows_WT = data.telemetry_windows(corpus, 32, 5)
+    assert windows_WT.shape == (5, 32) and windows_WT.dtype == np.int32
+    np.testing.assert_array_equal(windows_WT[0], data.telemetry_window(corpus, 32))
+    np.testing.assert_array_equal(windows_WT, data.telemetry_windows(corpus, 32, 5))  # deterministic
+    np.testing.assert_array_equal(windows_WT[1:], data.batch(corpus.val_M, 4, 32, data.MORE_WINDOWS_SEED)[0])
+    assert len({tuple(w) for w in windows_WT.tolist()}) == 5
+    assert data.telemetry_windows(corpus, 32, 1).shape == (1, 32)

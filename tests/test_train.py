@@ -94,6 +94,20 @@ def test_train_variant_records_everything_the_bundle_needs(corpus, yat_b_run):
     assert result.prompt == corpus.decode(result.tokens_T)
 
 
+def test_train_variant_records_the_maps_on_every_window(corpus, yat_b_run):
+    result, _ = yat_b_run
+    W, L, H, T, D = TINY.windows, TINY.model.layers, TINY.model.heads, TINY.model.seq_len, TINY.model.head_dim
+    np.testing.assert_array_equal(result.windows_WT, data.telemetry_windows(corpus, T, W))
+    np.testing.assert_array_equal(result.windows_WT[0], result.tokens_T)
+    assert sorted(result.window_maps) == sorted(result.maps)
+    assert all(m.shape == (W, L, H, T, T) and m.dtype == np.float16 for m in result.window_maps.values())
+    assert result.q_WLHTD.shape == result.k_WLHTD.shape == (W, L, H, T, D) and result.q_WLHTD.dtype == np.float16
+    for step, attn_LHTT in result.maps.items():  # window 0 is the fixed window, computed in a batch of W
+        np.testing.assert_allclose(result.window_maps[step][0], attn_LHTT, rtol=2e-3, atol=1e-6)
+    np.testing.assert_allclose(result.q_WLHTD[0], result.q_LHTD, rtol=2e-3, atol=1e-3)
+    assert not np.array_equal(result.window_maps[22][0], result.window_maps[22][1])
+
+
 def test_softmax_records_no_kernel_scalars(corpus):
     result = train.train_variant("softmax", 0, replace(TINY, steps=2), corpus)
     assert result.b_LH is None and result.eps_LH is None
@@ -159,6 +173,9 @@ def test_a_run_continued_from_its_checkpoint_ends_as_an_uninterrupted_one(corpus
     assert resumed.curve == whole.curve and resumed.score_max == whole.score_max
     assert sorted(resumed.maps) == sorted(whole.maps)
     assert all(np.array_equal(resumed.maps[s], whole.maps[s]) for s in whole.maps)
+    assert sorted(resumed.window_maps) == sorted(whole.window_maps)
+    assert all(np.array_equal(resumed.window_maps[s], whole.window_maps[s]) for s in whole.window_maps)
+    np.testing.assert_array_equal(resumed.q_WLHTD, whole.q_WLHTD)
 
     wider = replace(TINY, model=replace(TINY.model, d_model=32))
     with pytest.raises(InputError, match="another configuration"):

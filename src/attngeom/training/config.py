@@ -42,6 +42,7 @@ class TrainConfig:
     lr: float | None = None  # one learning rate for every variant, else each variant's original one
     chunk: int = 50
     stop_after: int | None = None  # the last step trained: the first part of the schedule, else all of it
+    windows: int = 16  # windows W the maps are also recorded on: the fixed one and W - 1 more
 
     def steps_done(self) -> int:
         """How many steps a run of this configuration trains."""

@@ -17,6 +17,7 @@ from attngeom.fetch import fetch_corpus
 TRAIN_SEED_STRIDE = 10_000_000
 VAL_SEED_BASE = 77_000
 WINDOW_SEED = 424_242
+MORE_WINDOWS_SEED = 20_260_101
 
 
 @dataclass(frozen=True)
@@ -71,3 +72,9 @@ def telemetry_window(corpus: Corpus, seq_len: int) -> np.ndarray:
     """The fixed window every attention map is taken on: the one row of validation batch 424242."""
     x_1T, _ = batch(corpus.val_M, 1, seq_len, WINDOW_SEED)
     return x_1T[0]
+
+
+def telemetry_windows(corpus: Corpus, seq_len: int, windows: int) -> np.ndarray:
+    """(W, T): the fixed window first, then W - 1 validation windows drawn with their own fixed seed."""
+    more_WT, _ = batch(corpus.val_M, windows - 1, seq_len, MORE_WINDOWS_SEED)
+    return np.concatenate([telemetry_window(corpus, seq_len)[None], more_WT]).astype(np.int32)

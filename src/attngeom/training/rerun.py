@@ -41,6 +41,7 @@ from attngeom.verify import run_verify
 
 DEFAULT_VARIANTS = PUBLISHED
 DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
+MAX_WINDOWS = 256
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,24 @@ def write_result(folder: Path, result) -> None:
     stem = f"{result.variant}_s{result.seed}"
     write_attn_npz(folder / f"attn_{stem}.npz", result.tokens_T, {s: result.maps[s] for s in sorted(result.maps)})
     write_geom_npz(folder / f"geom_{stem}.npz", result.tokens_T, result.q_LHTD, result.k_LHTD, result.attn_LHTT)
+    write_windows_npz(folder / f"windows_{stem}.npz", result)
+
+
+def write_windows_npz(path: Path, result) -> None:
+    """`windows_{variant}_s{seed}.npz`: the maps on W windows at every telemetry step, q and k at the end.
+
+    `tokens_WT` (int32; window 0 is the bundle's fixed window), `steps` (int32), `attn_{step}`
+    (float16, W x L x H x T x T) per telemetry step, `q_WLHTD` and `k_WLHTD` (float16).
+    """
+    steps = sorted(result.window_maps)
+    np.savez_compressed(
+        path,
+        tokens_WT=np.asarray(result.windows_WT, dtype=np.int32),
+        steps=np.array(steps, dtype=np.int32),
+        **{f"attn_{s}": np.asarray(result.window_maps[s], dtype=np.float16) for s in steps},
+        q_WLHTD=np.asarray(result.q_WLHTD, dtype=np.float16),
+        k_WLHTD=np.asarray(result.k_WLHTD, dtype=np.float16),
+    )
 
 
 def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int, ...], quiet: bool) -> dict:
@@ -184,7 +203,9 @@ def options(args: argparse.Namespace) -> Plan:
         raise InputError("--steps: at least 2 (the maps at step 0 and after the last step)")
     if args.lr is not None and not args.lr > 0:
         raise InputError("--lr: must be positive")
-    cfg = preset(args.preset, steps=args.steps, lr=args.lr, stop_after=args.stop_after)
+    if args.windows is not None and not 1 <= args.windows <= MAX_WINDOWS:
+        raise InputError(f"--windows: from 1 to {MAX_WINDOWS} (the fixed window and W - 1 more)")
+    cfg = preset(args.preset, steps=args.steps, lr=args.lr, stop_after=args.stop_after, windows=args.windows)
     if cfg.stop_after is not None and not 0 < cfg.stop_after < cfg.steps - 1:
         raise InputError(f"--stop-after: a step from 1 to {cfg.steps - 2} (the schedule has {cfg.steps} steps)")
     return Plan(cfg, args.variants, args.seeds or (args.seed,), args.preset)
@@ -221,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
         corpus = data.load_corpus()
         label = f"{plan.preset}-s{'_'.join(map(str, plan.seeds))}"
         folder = runs.RunFolder(runs.new_run_dir(args.out, label), config=plan.manifest_config())
-        folder.update(stopped_after=plan.cfg.stop_after)
+        folder.update(stopped_after=plan.cfg.stop_after, windows=plan.cfg.windows)
     print(f"run folder: {folder.path}")
     try:
         return train_and_judge(folder, plan, corpus, args.quiet)
@@ -255,6 +276,8 @@ def register(subparsers) -> None:
         default=DEFAULT_VARIANTS,
         help=f"comma-separated (default: {','.join(DEFAULT_VARIANTS)})",
     )
+    p.add_argument("--windows", type=int, metavar="W",
+                   help="record the maps on W windows of the validation text too, the fixed one first (default 16)")  # fmt: skip
     p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
     p.add_argument("--resume", type=Path, metavar="RUN",
                    help="continue an interrupted run folder from its checkpoints (its own options are used)")  # fmt: skip

@@ -45,6 +45,10 @@ class RunResult:
     tokens_T: np.ndarray
     prompt: str  # the window's text
     maps: dict[int, np.ndarray]  # telemetry step -> attn_LHTT
+    windows_WT: np.ndarray  # the fixed window and the more windows
+    window_maps: dict[int, np.ndarray]  # telemetry step -> attn_WLHTT
+    q_WLHTD: np.ndarray  # on every window, at the end of the run
+    k_WLHTD: np.ndarray
     q_LHTD: np.ndarray
     k_LHTD: np.ndarray
     attn_LHTT: np.ndarray
@@ -94,14 +98,22 @@ def make_chunk(step: Callable) -> Callable:
     return jax.jit(run, donate_argnums=0)
 
 
-def make_probe(graphdef: nnx.GraphDef) -> Callable:
-    """Eval-mode q, k (L, H, T, Dh) and weights (L, H, T, T) on one window."""
-
+def _probe(graphdef: nnx.GraphDef) -> Callable:
     def probe(params, rest, tokens_T):
         _, p = nnx.merge(graphdef, params, rest).forward(tokens_T[None])
         return p["q"][:, 0], p["k"][:, 0], p["attn"][:, 0]
 
-    return jax.jit(probe)
+    return probe
+
+
+def make_probe(graphdef: nnx.GraphDef) -> Callable:
+    """Eval-mode q, k (L, H, T, Dh) and weights (L, H, T, T) on one window."""
+    return jax.jit(_probe(graphdef))
+
+
+def make_window_probe(graphdef: nnx.GraphDef) -> Callable:
+    """`make_probe` on each of W windows at once: q, k (W, L, H, T, Dh) and weights (W, L, H, T, T)."""
+    return jax.jit(jax.vmap(_probe(graphdef), in_axes=(None, None, 0)))
 
 
 def make_eval(graphdef: nnx.GraphDef) -> Callable:
@@ -159,6 +171,7 @@ class Progress:
     curve: list[dict]  # {"step", "val"} of each evaluation
     score_max: list[float]  # per validation batch and layer, at the last evaluation
     maps: dict[int, np.ndarray]  # telemetry step -> attn_LHTT on the fixed window
+    window_maps: dict[int, np.ndarray]  # telemetry step -> attn_WLHTT on every window
 
 
 def _named_leaves(state) -> list[tuple[str, jax.Array]]:
@@ -181,6 +194,8 @@ def save_checkpoint(path: Path, progress: Progress) -> None:
         "curve_val": np.array([c["val"] for c in p.curve], np.float64),
         "score_max": np.array(p.score_max, np.float64), "map_steps": np.array(sorted(p.maps), np.int64),
         **{f"map_{s}": m for s, m in p.maps.items()},
+        "window_steps": np.array(sorted(p.window_maps), np.int64),
+        **{f"windows_{s}": m for s, m in p.window_maps.items()},
         **{name: _leaf_to_numpy(leaf) for name, leaf in _named_leaves(p.state)},
     })  # fmt: skip
 
@@ -194,6 +209,7 @@ def load_checkpoint(path: Path, like_state, steps: int) -> Progress:
         raise another
     try:
         maps = {int(s): z[f"map_{s}"] for s in z["map_steps"]}
+        window_maps = {int(s): z[f"windows_{s}"] for s in z["window_steps"]}
     except KeyError:
         raise another from None
     leaves = [
@@ -207,7 +223,7 @@ def load_checkpoint(path: Path, like_state, steps: int) -> Progress:
     losses[:done] = z["losses"]
     curve = [{"step": int(s), "val": float(v)} for s, v in zip(z["curve_step"], z["curve_val"])]
     state = jax.tree.unflatten(jax.tree.structure(like_state), leaves)
-    return Progress(state, done, losses, curve, z["score_max"].tolist(), maps)
+    return Progress(state, done, losses, curve, z["score_max"].tolist(), maps, window_maps)
 
 
 def train_variant(
@@ -227,17 +243,21 @@ def train_variant(
     graphdef, eval_graphdef, tx, state = init_state(variant, cfg, seed)
     run_chunk = make_chunk(make_step(graphdef, tx))
     probe, evaluate = make_probe(eval_graphdef), make_eval(eval_graphdef)
+    window_probe = make_window_probe(eval_graphdef)
     window_T = data.telemetry_window(corpus, cfg.model.seq_len)
+    windows_WT = data.telemetry_windows(corpus, cfg.model.seq_len, cfg.windows)
     val_x, val_y = data.val_batches(corpus, cfg.val_batches, cfg.batch, cfg.model.seq_len)
     telemetry = set(cfg.telemetry_steps())
 
-    def snapshot(state) -> np.ndarray:
-        return np.asarray(probe(state[0], state[1], window_T)[2], dtype=np.float16)
+    def snapshot(p: Progress, step: int) -> None:
+        p.maps[step] = np.asarray(probe(p.state[0], p.state[1], window_T)[2], dtype=np.float16)
+        p.window_maps[step] = np.asarray(window_probe(p.state[0], p.state[1], windows_WT)[2], dtype=np.float16)
 
     if checkpoint is not None and checkpoint.exists():
         p = load_checkpoint(checkpoint, state, cfg.steps)
     else:
-        p = Progress(state, 0, np.zeros(cfg.steps, np.float32), [], [], {0: snapshot(state)})
+        p = Progress(state, 0, np.zeros(cfg.steps, np.float32), [], [], {}, {})
+        snapshot(p, 0)
     plan = chunk_plan(cfg, start=p.done)
     batches: Iterator = (chunk_batches(corpus, cfg, seed, first, n) for first, n in plan)
     upcoming = next(batches, None)
@@ -251,7 +271,7 @@ def train_variant(
         on_steps(first, losses_I)
         p.done = first + n
         if p.done - 1 in telemetry and p.done > 1:
-            p.maps[p.done - 1] = snapshot(p.state)
+            snapshot(p, p.done - 1)
         if p.done in cfg.eval_points():
             val_E, smax_EL = evaluate(p.state[0], p.state[1], val_x, val_y)
             p.curve.append({"step": p.done, "val": float(np.mean(np.asarray(val_E, dtype=np.float64)))})
@@ -261,6 +281,7 @@ def train_variant(
             save_checkpoint(checkpoint, p)  # at the stop of a stopped run too, to carry it on later
     state, done = p.state, p.done
     q, k, attn = (np.asarray(a, dtype=np.float16) for a in probe(state[0], state[1], window_T))
+    q_WLHTD, k_WLHTD, _ = (np.asarray(a, dtype=np.float16) for a in window_probe(state[0], state[1], windows_WT))
     b_LH = eps_LH = None
     if variant_spec(variant).kernel:
         scalars = nnx.merge(graphdef, state[0], state[1]).kernel_scalars()
@@ -269,5 +290,6 @@ def train_variant(
         variant=variant, seed=seed, lr=cfg.lr_of(variant), losses=p.losses[:done], curve=p.curve, tokens_T=window_T,
         prompt=corpus.decode(window_T),
         maps=p.maps, q_LHTD=q, k_LHTD=k, attn_LHTT=attn, score_max=p.score_max,
+        windows_WT=windows_WT, window_maps=p.window_maps, q_WLHTD=q_WLHTD, k_WLHTD=k_WLHTD,
         b_LH=b_LH, eps_LH=eps_LH, wall_s=time.perf_counter() - t0,
     )  # fmt: skip
