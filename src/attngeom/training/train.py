@@ -7,10 +7,13 @@ are those of the per-step loop. Chunks end at every evaluation and telemetry ste
 shorter than `chunk` is padded with inactive steps that `lax.cond` skips, so each variant
 compiles one step function, whatever the step count.
 
-With a checkpoint path, the state (parameters, optimiser, dropout rng keys and counters) and
-everything recorded so far are saved after every evaluation, and training continues from a saved
-checkpoint: the batches of a step depend only on the step, so the result is that of an
-uninterrupted run.
+With a checkpoint path, the `Progress` (parameters, optimiser, dropout rng keys and counters,
+each stored under its tree path, and everything recorded so far) is saved after every evaluation
+and at the stop of a run stopped early, and training continues from a saved checkpoint: the
+batches of a step depend only on the step, so the result is that of an uninterrupted run.
+
+At every telemetry step the maps are taken on the fixed window (the bundles) and, with one
+vmapped probe, on W windows (the fixed one first).
 """
 
 from __future__ import annotations
@@ -237,7 +240,7 @@ def train_variant(
 ) -> RunResult:
     """Train one variant; `on_steps(first_step, losses)` after each chunk, `on_eval(step, val)`.
 
-    With `checkpoint`, continue from it if it exists and save it after every evaluation.
+    With `checkpoint`, continue from it if it exists and save it after every evaluation and at the stop.
     """
     t0 = time.perf_counter()
     graphdef, eval_graphdef, tx, state = init_state(variant, cfg, seed)
