@@ -5,7 +5,7 @@ three models, report written) and (b) the hull census of all three models, and c
 with the baseline of the author's analysis, one HiGHS linear program per key, run in the same
 process on the same keys (with identical results asserted).
 
-    ATTNGEOM_MIRROR=../shared/mirror ./reproduce.sh bench   # or: python bench/bench_verify.py
+    ATTNGEOM_MIRROR=../shared/mirror ./reproduce.sh bench verify   # or: python bench/bench_verify.py
 """
 
 from __future__ import annotations

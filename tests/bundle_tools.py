@@ -40,3 +40,15 @@ def edit_run(path: Path, which: str, **fields) -> None:
         if run["variant"] == which:
             run.update(fields)
     path.write_text(json.dumps(data))
+
+
+def stop_after(root: Path, step: int) -> None:
+    """Make a copy of the published bundles look like the paper run stopped after `step`."""
+    for path in sorted(root.rglob("attn_*_s0.npz")):
+        with np.load(path) as z:
+            late = tuple(k for k in z.files if k.startswith("step") and int(k[4:]) > step)
+        rewrite_npz(path, drop=late)
+    for path in sorted(root.rglob("yat_attention.json")):
+        data = json.loads(path.read_text())
+        data["cfg"]["STOPPED_AFTER"] = step
+        path.write_text(json.dumps(data))

@@ -194,3 +194,40 @@ def test_drag_changes_maps_and_shares(browser, tmp_path):
         dest.mkdir(parents=True, exist_ok=True)
         for s in shots:
             shutil.copy(s, dest / s.name)
+
+
+def test_statistics_table_and_readable_math(browser, page):
+    from selenium.webdriver.common.by import By
+
+    table = browser.find_element(By.ID, "statistics-table")
+    heads = [th.text for th in table.find_elements(By.CSS_SELECTOR, "thead th")]
+    assert heads == ["statistic", "softmax", "yat_b", "goat_v"]
+    labels = [row.find_element(By.TAG_NAME, "td").text for row in table.find_elements(By.CSS_SELECTOR, "tbody tr")]
+    loss = next(i for i, label in enumerate(labels) if label.startswith("best validation loss"))
+    cells = table.find_elements(By.CSS_SELECTOR, "tbody tr")[loss].find_elements(By.TAG_NAME, "td")
+    assert cells[1].text.startswith("1.4838") and cells[2].text.startswith("1.5169")
+    quote = browser.find_element(By.CSS_SELECTOR, "tr[data-claim='toy.far.reaches_100'] blockquote").text
+    assert "the 1/t correction sets" in quote and "$" not in quote
+    formula = browser.find_element(By.CSS_SELECTOR, "tr[data-claim='toy.far.correction'] blockquote")
+    assert "\\" not in formula.text and "·" in formula.text
+    assert formula.find_element(By.TAG_NAME, "sup").text == "2"
+
+
+@pytest.mark.parametrize("width", [900, 1280])
+def test_controls_and_panel_are_not_clipped(browser, width):
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(width, 1600)
+    try:
+        for control in browser.find_elements(By.CSS_SELECTOR, "#territory button, #territory label, #territory table"):
+            fits = browser.execute_script(
+                "const e = arguments[0], r = e.getBoundingClientRect(), p = e.closest('#territory');"
+                "const box = p.getBoundingClientRect(), scroller = e.closest('.maps > div');"
+                "const inside = r.right <= box.right + 0.5 || (scroller && scroller.scrollWidth > scroller.clientWidth);"
+                "return e.scrollWidth <= e.clientWidth + 1 && inside && r.width > 0 && r.left >= box.left - 0.5;",
+                control,
+            )
+            assert fits, (width, control.text[:40])
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        browser.set_window_size(1280, 1600)

@@ -105,3 +105,9 @@ def test_unusable_bundles_are_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: ") and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_census_labels_the_steps_as_the_claims_count_them(rendered):
+    entries = json.loads((rendered[1] / "figures" / "figures.json").read_text(encoding="utf-8"))["figures"]
+    caption = next(e["caption"] for e in entries if e["file"] == "census.gif")
+    assert "steps 0, 1,200, 6,000, 12,000" in caption and "11999" not in caption

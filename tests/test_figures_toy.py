@@ -1,38 +1,14 @@
-"""The toy figures' drawing: GIF frames from moving artists, and the ray figure's numbers."""
+"""The toy figures: the owner maps they draw and the ray figure's numbers."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
+import pytest
+from test_drawing import gif_frames
 
 from attngeom import figures_toy, toy
-
-
-def _frames(path: Path) -> list[np.ndarray]:
-    with Image.open(path) as gif:
-        out = []
-        for i in range(gif.n_frames):
-            gif.seek(i)
-            out.append(np.asarray(gif.convert("RGB")))
-        return out
-
-
-def test_save_gif_redraws_only_what_moves(tmp_path: Path):
-    fig = figures_toy.new_figure((3, 2))
-    ax = fig.subplots()
-    ax.set(xlim=(0, 4), ylim=(0, 1), title="still title")
-    (dot,) = ax.plot([0.5], [0.5], "o", ms=12)
-    figures_toy.save_gif(fig, tmp_path / "a.gif", 4, 5, lambda i: dot.set_xdata([0.5 + i]), [dot])
-    frames = _frames(tmp_path / "a.gif")
-    assert len(frames) == 4 and frames[0].shape == (160, 240, 3)
-    with Image.open(tmp_path / "a.gif") as gif:
-        assert gif.info["duration"] == 200 and gif.info["loop"] == 0
-    moved = [np.any(a != b, axis=-1) for a, b in zip(frames, frames[1:])]
-    assert all(m.any() for m in moved)
-    rows = np.flatnonzero(np.logical_or.reduce(moved).any(axis=1))
-    assert rows.min() > 40, "the title and the axes above the dot stay put"
 
 
 def test_owner_image_is_the_toy_map():
@@ -46,6 +22,37 @@ def test_ray_ride_figure(tmp_path: Path):
     entry = figures_toy.ray_ride(tmp_path)
     ride = toy.ray_ride()
     np.testing.assert_array_equal(entry["counters"]["mass"], ride["mass"])
-    frames = _frames(tmp_path / entry["file"])
+    frames = gif_frames(tmp_path / entry["file"])
     assert len(frames) == len(ride["length"])
     assert not np.array_equal(frames[0], frames[len(frames) // 2])
+
+
+def test_hull_caption_names_the_grid_the_shares_are_counted_on(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(figures_toy, "save_gif", lambda *args: None)
+    caption = figures_toy.hull_crossing(tmp_path)["caption"]
+    assert f"{toy.GRID} × {toy.GRID} grid" in caption and "401" not in caption
+
+
+def _captured(monkeypatch, figure, tmp_path: Path):
+    """Draw a figure without writing its GIF; return the figure and its per-frame update."""
+    seen = {}
+    monkeypatch.setattr(figures_toy, "save_gif", lambda fig, path, n, fps, update, moving: seen.update(
+        fig=fig, update=update, n=n, moving=moving))  # fmt: skip
+    figure(tmp_path)
+    return seen
+
+
+@pytest.mark.parametrize("figure", [figures_toy.territory, figures_toy.ray_ride], ids=["territory", "ray_ride"])
+def test_moving_labels_overlap_no_axes(figure, monkeypatch, tmp_path: Path):
+    seen = _captured(monkeypatch, figure, tmp_path)
+    fig = seen["fig"]
+    renderer = fig.canvas.get_renderer()
+    texts = [a for a in seen["moving"] if hasattr(a, "get_text")]
+    assert texts
+    for i in (0, seen["n"] // 2, seen["n"] - 1):
+        seen["update"](i)
+        for text in texts:
+            box = text.get_window_extent(renderer)
+            assert box.width > 0
+            for ax in fig.axes:
+                assert not box.overlaps(ax.get_tightbbox(renderer)), (text.get_text(), i)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -124,3 +125,59 @@ def test_claims_file_round_trip(tmp_path: Path):
     report["claims"] = [{**c, "verdict": "PASS"} for c in claims]
     page = html_report.render(tmp_path, report, RESULTS)
     assert re.findall(r'data-claim="([^"]+)"', page) == [c["id"] for c in claims]
+
+
+def test_inline_latex_reads_as_text():
+    assert html_report.math_text("the $1/t$ correction") == "the 1/t correction"
+    rendered = html_report.math_text(r"2\,(u \cdot k)\,((u \cdot k)^2 + b)/t")
+    assert rendered == "2\u2009(u · k)\u2009((u · k)<sup>2</sup> + b)/t"
+    assert html_report.math_text(r"$\epsilon < 1$ & $x^{n+1}$") == "ε &lt; 1 &amp; x<sup>n+1</sup>"
+
+
+def test_quotes_on_the_page_show_no_latex(tmp_path: Path):
+    claims = json.loads((REPO / "expected" / "claims.json").read_text(encoding="utf-8"))["claims"]
+    report = _report()
+    report["claims"] = [{**c, "verdict": "PASS"} for c in claims]
+    page = html_report.render(tmp_path, report, RESULTS)
+    table = re.search(r'<table id="claims">.*?</table>', page, re.DOTALL).group(0)
+    assert "$" not in table and "\\cdot" not in table and "\\," not in table
+    assert "the 1/t correction sets" in table
+
+
+def _stats_model(window: int = 128) -> dict:
+    return {
+        "setup": {"window": window, "steps": 12000, "checkpoints": [0, 1200, 6000, 11999]},
+        "scale_t": [0.5, 2.0], "scale_changed": {"0.5": 0.0, "2.0": 0.25},
+        "mean_norm_entropy_final": 0.4941, "mean_norm_entropy_by_step": {"0": 0.9, "11999": 0.4941},
+        "occupancy_by_step": {"0": 0.25, "11999": 0.5}, "occupancy_final_min": 0.25, "occupancy_final_max": 0.75,
+        "census_head": {"distinct_by_step": {"0": 17, "11999": 73}}, "keys_inside_hull": 0, "keys_total": 3072,
+        "winner_is_nearest": 0.5, "winner_is_aligned": 0.75, "scale_sweep": {"changed": [0.0, 0.1]},
+        "best_val": 1.4838, "bpc": 2.1407,
+    }  # fmt: skip
+
+
+def test_statistics_table_says_what_the_markdown_says(tmp_path: Path):
+    from attngeom import report
+
+    results = {"models": {"softmax": _stats_model(), "yat_b": {**_stats_model(), "best_val": 1.5169}}, "mathematics": {}}
+    page = html_report.render(tmp_path, _report(), results)
+    table = re.search(r'<table id="statistics-table">.*?</table>', page, re.DOTALL).group(0)
+    cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>([^<]*)</td>", table)]
+    markdown = "\n".join(report.statistics_table(results))
+    assert cells and all(c in markdown for c in cells)
+    assert "1.4838 (2.141)" in cells and "1.5169 (2.141)" in cells
+    assert "steps 0, 1,200, 6,000, 12,000" in table
+    assert 'id="statistics-table"' not in html_report.render(tmp_path, _report(), RESULTS)
+
+
+def test_evidence_warnings_and_a_failed_preflight_in_red(tmp_path: Path):
+    doc = _report()
+    doc["evidence"] = {"line": "evidence: smoke rerun (manifest.json: config.preset = smoke): judged with the rerun tier"}
+    doc["warnings"] = ["--tier published overrides the rerun tier"]
+    doc["preflight"] = {"verdict": "FAIL", "steps": 3, "device": "cpu", "file": "fidelity.json"}
+    page = html_report.render(tmp_path, doc, RESULTS)
+    assert "Evidence: smoke rerun (manifest.json: config.preset = smoke)" in page
+    assert '<small class="warning">Warning: --tier published overrides the rerun tier</small>' in page
+    assert re.search(r'id="preflight" class="preflight FAIL">Fidelity preflight: <span class="badge FAIL">FAIL', page)
+    doc["preflight"]["verdict"] = "PASS"
+    assert 'class="preflight PASS"' in html_report.render(tmp_path, doc, RESULTS)

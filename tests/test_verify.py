@@ -6,9 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bundle_tools import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz, stop_after
 
-from attngeom import bundles, expected, results, verify
-from bundle_tools import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz
+from attngeom import bundles, expected, judge, results
 
 REPO = Path(__file__).resolve().parents[1]
 # Quotes the measurements contradict (see the report's reasons): judged FAIL, not tuned away.
@@ -41,7 +41,9 @@ def test_end_to_end_on_the_published_bundles(published_run):
     assert set(verdicts) == {e["id"] for e in expected.load_claims()}
     assert "SKIP" not in verdicts.values()
     assert proc.stdout.strip().splitlines()[-1] == f"{len(verdicts) - 3} passed, 3 failed"
-    assert len(proc.stdout.strip().splitlines()) == len(verdicts) + 2
+    assert len(proc.stdout.strip().splitlines()) == len(verdicts) + 3
+    assert proc.stdout.startswith("evidence: published bundles (every file has the sha256 of the author's bundles)")
+    assert report["evidence"]["kind"] == "published bundles" and report["tier"] == "published"
     assert "Traceback" not in proc.stderr
 
 
@@ -84,7 +86,7 @@ def verdicts_after(tamper, published_root, tmp_path, mathematics) -> dict[str, s
     tamper(root)
     models = bundles.load_models(root)
     res = {"models": {v: results.model_results(m) for v, m in models.items()}, "mathematics": mathematics}
-    return {row["id"]: row["verdict"] for row in verify.judge_all(res, "published")}
+    return {row["id"]: row["verdict"] for row in judge.judge_all(res, "published")}
 
 
 def scale_kernel_queries(root):
@@ -185,3 +187,71 @@ def test_subset_of_variants_skips_what_it_cannot_judge(published_root, tmp_path)
     rows = {c["id"]: c["verdict"] for c in json.loads((tmp_path / "report.json").read_text())["claims"]}
     assert rows["scale.goat_v.0.5x"] == "SKIP" and rows["scale.yat_b.0.5x"] == "PASS"
     assert proc.stdout.strip().splitlines()[-1].endswith("skipped")
+
+
+def _stopped_run(published_root: Path, dest: Path) -> Path:
+    """The published runs stopped after step 1200, with the author's own reruns' step-1200 maps for the kernels."""
+    from attngeom import fetch
+
+    root = copy_published(published_root, dest)
+    stop_after(root, 1200)
+    telemetry = fetch.fetch_bundles(fetch.TELEMETRY_BUNDLES)
+    for variant, bundle, theirs in (("yat_b", QK, "kgl_blog-yatattn-b-telem"), ("goat_v", GOAT, "kgl_blog-goat-telem")):
+        rerun_map = npz_array(telemetry / theirs / f"attn_{variant}_s0.npz", "step1200")
+        rewrite_npz(root / bundle / f"attn_{variant}_s0.npz", step1200=rerun_map)
+    return root
+
+
+def test_a_stopped_run_is_judged_at_the_steps_it_reached_and_never_passes_the_rest(published_root, tmp_path):
+    root = _stopped_run(published_root, tmp_path / "b")
+    proc = cli("--bundles", str(root), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("evidence: truncated paper run (") and "STOPPED_AFTER = 1200" in proc.stdout
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    rows = {c["id"]: c for c in report["claims"]}
+    steps = {cid: c["verdict"] for cid, c in rows.items() if cid.startswith("step")}
+    assert steps == {f"step1200.{m}.{s}": "PASS" for m in ("softmax", "yat_b", "goat_v") for s in ("occupancy", "entropy")}
+    assert rows["step1200.goat_v.occupancy"]["measured_value"] == pytest.approx(68.1667, abs=1e-4)
+    final = ["entropy.yat_b", "occupancy.softmax.final", "inversion", "census.kernel_fewer", "quality.within_percent",
+             "scale.yat_b.0.5x", "setup.checkpoints"]
+    for cid in final:
+        assert rows[cid]["verdict"] == "SKIP" and rows[cid]["tolerance_reason"].startswith("needs the final model"), cid
+    assert rows["occupancy.yat_b.step0"]["verdict"] == "PASS" and rows["setup.steps"]["verdict"] == "PASS"
+
+
+def test_a_stopped_run_that_drifts_out_of_the_band_fails(published_root, tmp_path):
+    root = _stopped_run(published_root, tmp_path / "b")
+    uniform_LHTT = np.broadcast_to(np.tril(np.ones((128, 128))) / np.arange(1, 129)[:, None], (6, 4, 128, 128))
+    rewrite_npz(root / QK / "attn_softmax_s0.npz", step1200=uniform_LHTT.astype(np.float16))
+    proc = cli("--bundles", str(root), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    rows = {c["id"]: c["verdict"] for c in json.loads((tmp_path / "out" / "report.json").read_text())["claims"]}
+    assert proc.returncode == 1 and rows["step1200.softmax.entropy"] == "FAIL" and rows["step1200.yat_b.entropy"] == "PASS"
+
+
+def test_an_explicit_tier_is_kept_and_the_mismatch_reported(published_root, tmp_path):
+    proc = cli("--tier", "rerun", "--variants", "softmax,yat_b", "--out", str(tmp_path), cwd=tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["tier"] == "rerun" and report["evidence"]["kind"] == "published bundles"
+    assert report["warnings"] and "--tier rerun overrides the published tier" in report["warnings"][0]
+    assert "warning: --tier rerun overrides" in proc.stderr
+    assert "--tier rerun overrides the published tier" in (tmp_path / "REPORT.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_smoke_rerun_is_recognised_without_flags(tmp_path):
+    """A real smoke rerun stopped after step 30: verify on its folder or one of its bundles, with no flags."""
+    run = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    cmd = [sys.executable, "-m", "attngeom", "rerun", "--preset", "smoke", "--stop-after", "30", "--out", str(run), "--quiet"]
+    assert subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, timeout=900, check=False).returncode == 0
+    for where, variants in ((run, "softmax,yat_b,goat_v"), (run / "attngeom-qk", "softmax,yat_b")):
+        proc = cli("--bundles", str(where), "--variants", variants, "--out", str(tmp_path / "out"), cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert proc.stdout.startswith("evidence: smoke rerun (manifest.json: config.preset = smoke;")
+        assert "stopped after step 30" in proc.stdout.splitlines()[0]
+        report = json.loads((tmp_path / "out" / "report.json").read_text())
+        assert report["tier"] == "rerun" and report["evidence"]["scope"] == "smoke"
+        rows = {c["id"]: c["verdict"] for c in report["claims"]}
+        assert rows["scale.softmax.moved"] == "PASS" and rows["entropy.yat_b"] == "SKIP"
+    proc = cli("--bundles", str(run), "--tier", "published", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert "warning: --tier published overrides the rerun tier" in proc.stderr

@@ -1,8 +1,8 @@
 """One function per claim family: each reads the statistic a quoted claim is about from results.
 
 The expected file (expected/claims.json) names, for every quoted claim, the function here that
-computes it and the arguments; expected.py judges the returned value against the quote.
-A function returns a number or a boolean.
+computes it and the arguments; judge.py judges the returned value against the quote.
+A function returns a number or a boolean; the arguments named in MODEL_ARGS name the models it reads.
 """
 
 from __future__ import annotations
@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attngeom import toy
+
+MODEL_ARGS = ("model", "sharp", "diffuse", "fewer", "more", "a", "b")
+SetupValue = int | list[int] | None
 
 
 def scale_moved_rows(results: dict, model: str) -> int:
@@ -37,6 +40,17 @@ def distinct_winners(results: dict, model: str, step: str) -> float:
     occ = results["models"][model]["occupancy_by_step"]
     key = list(occ)[0 if step == "first" else -1]
     return occ[key] * results["models"][model]["setup"]["window"]
+
+
+def distinct_winners_at(results: dict, model: str, step: int) -> float:
+    """Mean over heads of the distinct winners among 128 keys at a telemetry step."""
+    m = results["models"][model]
+    return m["occupancy_by_step"][str(step)] * m["setup"]["window"]
+
+
+def mean_norm_entropy_at(results: dict, model: str, step: int) -> float:
+    """Mean normalised entropy of the scorable rows of the maps at a telemetry step."""
+    return results["models"][model]["mean_norm_entropy_by_step"][str(step)]
 
 
 def inversion(results: dict, sharp: str, diffuse: str) -> bool:
@@ -74,22 +88,22 @@ def census_fewer_owners(results: dict, fewer: str, more: str) -> bool:
     return a < b
 
 
-def setup_fact(results: dict, fact: str) -> int | list:
-    """A setup fact read from the bundles; it must agree across every model.
+def checkpoint_labels(checkpoints: list[int], steps: int | None) -> list[int]:
+    """Checkpoints as the posts count them: the last map is stored under key step<STEPS-1>
+    (the index of the last step), taken after the final, STEPS-th update, and counted as STEPS."""
+    labels = list(checkpoints)
+    if steps is not None and labels and labels[-1] == steps - 1:
+        labels[-1] = steps
+    return labels
 
-    'checkpoints' are reported as the number of updates each map follows: the last map is
-    stored under key step<STEPS-1>, taken after the final (STEPS-th) update.
-    """
+
+def setup_fact(results: dict, fact: str) -> SetupValue | str:
+    """A setup fact read from the bundles; it must agree across every model, else 'disagree: ...',
+    a string that never passes. 'checkpoints' are counted as checkpoint_labels does."""
     values = []
     for m in results["models"].values():
         setup = m["setup"]
-        if fact == "checkpoints":
-            steps = list(setup["checkpoints"])
-            if setup["steps"] is not None and steps[-1] == setup["steps"] - 1:
-                steps[-1] = setup["steps"]
-            values.append(steps)
-        else:
-            values.append(setup[fact])
+        values.append(checkpoint_labels(setup["checkpoints"], setup["steps"]) if fact == "checkpoints" else setup[fact])
     if any(v != values[0] for v in values):
         return f"disagree: {values}"
     return values[0]

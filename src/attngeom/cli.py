@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from functools import partial
 
 from attngeom.errors import EXIT_INPUT, InputError
 
@@ -21,6 +22,11 @@ SUBCOMMAND_MODULES = (
     "attngeom.figures",
 )
 DEFAULT_SUBCOMMAND = "verify"
+# Commands reproduce.sh runs itself; listed here so that --help names every command.
+SHELL_COMMANDS = {
+    "test": "run the test suite (arguments go to pytest)",
+    "bench": "time verify or the training harness: bench verify|train [args]",
+}
 
 
 class Parser(argparse.ArgumentParser):
@@ -39,7 +45,14 @@ def build_parser() -> Parser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    for name, text in SHELL_COMMANDS.items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=text, add_help=False).set_defaults(func=partial(_shell_only, name))
     return parser
+
+
+def _shell_only(name: str, _args: argparse.Namespace) -> int:
+    raise InputError(f"{name} is run by reproduce.sh itself: ./reproduce.sh {name} ...")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ BUNDLE_BASE = (
     "2f48c7fc4e18217d04dd4a582341743338b89ddf/scripts/results/"
 )
 
-# URL -> sha256, as published (ORIGINAL_RUNS.md).
+# URL -> sha256 of each remote file, pinned to the author's commit of the published runs.
 REGISTRY: dict[str, str] = {
     CORPUS_URL: "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
     **{

@@ -23,8 +23,9 @@ from matplotlib.colors import ListedColormap
 
 from attngeom import figures_toy, html_report, stats
 from attngeom.bundles import ModelEvidence, load_models
+from attngeom.claims import checkpoint_labels
+from attngeom.drawing import COLORS, STYLE, new_figure, save_gif
 from attngeom.errors import InputError
-from attngeom.figures_toy import COLORS, STYLE, new_figure, save_gif
 from attngeom.variants import variant
 
 FIGURE_VARIANTS = ("softmax", "yat_b")
@@ -101,6 +102,7 @@ def census(folder: Path, models: dict[str, ModelEvidence]) -> dict:
     """Figure 6: layer 4 head 1, every query against the key that owns it, four checkpoints."""
     head = tuple(stats.CENSUS_HEAD)
     steps = sorted(models[FIGURE_VARIANTS[0]].maps)
+    labels = checkpoint_labels(steps, models[FIGURE_VARIANTS[0]].cfg.get("STEPS"))
     fig = new_figure((10.4, 5.6))
     axes = fig.subplots(len(FIGURE_VARIANTS), len(steps), sharex=True, sharey=True)
     owners = {}
@@ -119,7 +121,7 @@ def census(folder: Path, models: dict[str, ModelEvidence]) -> dict:
             ax = axes[row, col]
             ax.scatter(rows[~annexed], win[~annexed], s=5, c=COLORS[0], label="owner differs from neighbours'")
             ax.scatter(rows[annexed], win[annexed], s=5, c=COLORS[1], label="run: one key owns adjacent queries")
-            ax.set_title(f"{variant(v).label}, step {step}\n{count} distinct owners")
+            ax.set_title(f"{variant(v).label}, step {labels[col]:,}\n{count} distinct owners")
             ax.set(xlim=(0, 128), ylim=(0, 128), aspect="equal")
     for ax in axes[-1]:
         ax.set_xlabel("query row i")
@@ -132,7 +134,8 @@ def census(folder: Path, models: dict[str, ModelEvidence]) -> dict:
     return {
         "file": "census.gif",
         "title": "6. Census through training",
-        "caption": "Layer 4, head 1 of both models at the four telemetry checkpoints: each dot is a query row (x) and "
+        "caption": f"Layer 4, head 1 of both models at the telemetry checkpoints, steps {', '.join(f'{s:,}' for s in labels)} "
+        "(the last map, stored under the index of the last step, follows the final update): each dot is a query row (x) and "
         "the key with its top weight in the model's own attention map (y). Orange: runs where one key owns a "
         "stretch of adjacent queries. Titles: distinct owners among the scorable rows (stats.occupancy × 128).",
         "counters": {"distinct_by_step": owners},

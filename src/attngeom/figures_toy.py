@@ -1,4 +1,4 @@
-"""The four toy figures of the posts (2-D, six bodies) and the drawing helpers all six share.
+"""The four toy figures of the posts (2-D, six bodies) and the owner maps they draw.
 
 Each frame's owner maps are recomputed from the laws; the counters drawn on the hull and far-field
 frames are the arrays of toy.hull_walk and toy.far_field, the functions the claims judge. Still
@@ -12,26 +12,14 @@ from pathlib import Path
 
 import matplotlib
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap, to_rgb
-from matplotlib.figure import Figure
-from PIL import Image
 from scipy.spatial import ConvexHull
 
 from attngeom import toy
+from attngeom.drawing import COLORS, new_figure, save_gif
 
-COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 MAP_N = 160  # drawn maps' pixels per side; the judged shares use toy.GRID
-DPI = 80
 LAW_TITLES = {"dot": "softmax: owner = argmax q·k", "kernel": "Yat kernel: owner = argmax (q·k+b)²/(|q−k|²+ε)"}
-STYLE = {"font.size": 10, "axes.titlesize": 10, "figure.titlesize": 12}
-
-
-def new_figure(size: tuple[float, float]) -> Figure:
-    """A figure on its own Agg canvas: no pyplot state, no display needed."""
-    fig = Figure(figsize=size, dpi=DPI)
-    FigureCanvasAgg(fig)
-    return fig
 
 
 def territory_cmap(colors) -> ListedColormap:
@@ -58,36 +46,19 @@ def owner_image(bodies_K2: np.ndarray, law: str, radius: float) -> np.ndarray:
     return toy.owners(toy.view_grid(radius, MAP_N), bodies_K2, law).reshape(MAP_N, MAP_N)
 
 
-def save_gif(fig, path: Path, n_frames: int, fps: float, update, moving: list) -> None:
-    """Write the GIF: the still parts are drawn once, the `moving` artists (in drawing order) per frame."""
-    for artist in moving:
-        artist.set_animated(True)
-    canvas = fig.canvas
-    canvas.draw()
-    background = canvas.copy_from_bbox(fig.bbox)
-    frames = []
-    for i in range(n_frames):
-        update(i)
-        canvas.restore_region(background)
-        for artist in moving:
-            fig.draw_artist(artist)
-        frames.append(Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy()))
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0)
-
-
 def territory(folder: Path) -> dict:
     """Figure 1: body 4 orbits; both owner maps recomputed at every frame."""
     frames = toy.orbit_bodies()
     share = {"dot": [], "kernel": []}
-    fig = new_figure((8.4, 4.6))
+    fig = new_figure((8.4, 4.9))
     axes = fig.subplots(1, 2)
     images = {law: map_axes(ax, 2.0, law, COLORS) for ax, law in zip(axes, share)}
     dots = [ax.scatter(*frames[0].T, c=COLORS, s=60, edgecolors="k", zorder=3) for ax in axes]
     th = np.linspace(0, 2 * np.pi, 100)
     orbits = [ax.plot(0.6 + 0.9 * np.cos(th), -0.2 + 0.9 * np.sin(th), ":", color=COLORS[3], lw=1)[0] for ax in axes]
-    text = fig.text(0.5, 0.03, "", ha="center")
+    text = fig.text(0.5, 0.02, "", ha="center", va="bottom")
     fig.suptitle("One body (red) orbits: who owns each point of the plane under each law")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.08, 1, 1))  # room for the caption below the tick labels
 
     def update(i: int) -> None:
         for law, img in images.items():
@@ -166,8 +137,8 @@ def hull_crossing(folder: Path) -> dict:
         "title": "2. Hull crossing",
         "caption": "Inside the dashed hull the dot-product law gives the orange body exactly 0.0 % of the view in "
         "every frame (its score is an average of the others' and never beats their maximum); at the crossing a "
-        "wedge snaps into existence. The kernel's share never touches zero. Shares are counted on a 401 × 401 "
-        "grid by toy.hull_walk, the function the claims use.",
+        "wedge snaps into existence. The kernel's share never touches zero. Shares are counted on a "
+        f"{toy.GRID} × {toy.GRID} grid by toy.hull_walk, the function the claims use.",
         "counters": {k: walk[k].tolist() for k in ("inside", "share_dot", "share_kernel")},
         "counters_text": "largest softmax share while inside the hull: "
         f"{100 * walk['share_dot'][walk['inside']].max():.1f} %;"
@@ -196,8 +167,7 @@ def ray_ride(folder: Path) -> dict:
         bars[law] = ax.bar(np.arange(1, K + 1), ride[law][0], color=colors, edgecolor="k")
         ax.set(ylim=(0, 1), xticks=np.arange(1, K + 1), xlabel="body", title=title)
     ax_soft.set_ylabel("weight")
-    mass = ax_ker.text(0.5, 0.93, "", transform=ax_ker.transAxes, ha="center", fontweight="bold")
-    length = fig.text(0.5, 0.02, "", ha="center")
+    readout = fig.text(0.5, 0.02, "", ha="center")  # below the axes, where no bar reaches
     fig.suptitle("One ray, two readings: the query's length is a temperature for softmax, an address for the kernel")
     fig.tight_layout(rect=(0, 0.05, 1, 1))
 
@@ -206,8 +176,7 @@ def ray_ride(folder: Path) -> dict:
         for law, row in bars.items():
             for bar, h in zip(row, ride[law][i]):
                 bar.set_height(h)
-        mass.set_text(f"raw mass Σκ = {ride['mass'][i]:.2f}")
-        length.set_text(f"|q| = {ride['length'][i]:.2f}")
+        readout.set_text(f"|q| = {ride['length'][i]:.2f}      kernel's raw mass Σκ = {ride['mass'][i]:.2f}")
 
     save_gif(
         fig,
@@ -215,7 +184,7 @@ def ray_ride(folder: Path) -> dict:
         len(ride["length"]),
         10,
         update,
-        [query, *bars["softmax"], *bars["kernel"], mass, length],
+        [query, *bars["softmax"], *bars["kernel"], readout],
     )
     return {
         "file": "ray_ride.gif",

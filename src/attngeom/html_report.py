@@ -1,7 +1,7 @@
 """The reviewer's report as one self-contained `index.html`: verdict, claims, figures, provenance.
 
-Everything is inline (CSS, the live territory map's JavaScript, the figures as base64 data URIs),
-so the file opens from disk with no network. The page only presents what `report.json` and
+Everything is inline (the style sheet and the live territory map's script from assets/, the
+figures as base64 data URIs), so the file opens from disk with no network. The page only presents what `report.json` and
 `results.json` already hold; it computes nothing that is judged.
 """
 
@@ -9,55 +9,37 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from html import escape
 from pathlib import Path
 
 from attngeom.files import write_atomic
+from attngeom.report import statistics_rows
 
 ASSETS = Path(__file__).with_name("assets")
 INDEX = "index.html"
 FIGURES_DIR = "figures"
 FIGURES_JSON = "figures.json"
 
-CSS = """
-body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1180px; padding: 0 1.2em 3em; color: #1b1b1b; }
-h1 { font-size: 1.5em; margin: .8em 0 .3em; }
-h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; margin-top: 1.8em; }
-.verdict { padding: .8em 1em; border-radius: 6px; font-size: 1.25em; font-weight: 600; }
-.verdict.PASS { background: #e3f4e3; border: 2px solid #2e7d32; }
-.verdict.FAIL { background: #fde8e8; border: 2px solid #c62828; }
-.verdict small { font-weight: 400; font-size: .75em; display: block; margin-top: .2em; }
-table { border-collapse: collapse; width: 100%; margin: .6em 0; }
-th, td { border: 1px solid #ddd; padding: .35em .5em; vertical-align: top; text-align: left; }
-th { background: #f3f3f3; }
-td.num { font-family: ui-monospace, monospace; white-space: nowrap; }
-tr.FAIL td { background: #fde8e8; }
-tr.SKIP td { color: #777; }
-.badge { display: inline-block; padding: 0 .45em; border-radius: 4px; font-weight: 700; color: #fff; }
-.badge.PASS { background: #2e7d32; } .badge.FAIL { background: #c62828; } .badge.SKIP { background: #888; }
-blockquote { margin: .25em 0 0; padding-left: .6em; border-left: 3px solid #bbb; color: #444; font-style: italic; }
-.source { color: #666; font-size: .85em; }
-code { font-size: .88em; }
-figure { margin: 1.2em 0; }
-figure img { max-width: 100%; border: 1px solid #ddd; }
-figcaption { color: #333; max-width: 60em; }
-.counters { font-family: ui-monospace, monospace; font-size: .85em; color: #555; }
-#territory .maps { display: flex; gap: 1.5em; flex-wrap: wrap; }
-#territory canvas { width: 300px; height: 300px; border: 1px solid #999; cursor: grab; touch-action: none; }
-#territory .swatch { display: inline-block; width: 1em; height: 1em; border: 1px solid #333; vertical-align: middle; }
-#territory label { display: inline-block; margin-right: 1.5em; }
-#claims { table-layout: fixed; }
-#claims td, #inputs td { overflow-wrap: anywhere; white-space: normal; }
-#claims th:nth-child(1) { width: 13%; } #claims th:nth-child(2) { width: 37%; }
-#claims th:nth-child(3), #claims th:nth-child(4) { width: 10%; } #claims th:nth-child(5) { width: 15%; }
-#claims th:nth-child(6) { width: 6%; } #claims th:nth-child(7) { width: 9%; }
-#territory table { width: auto; }
-.fail-list a { color: #c62828; font-weight: 600; }
-"""
+# The posts' inline LaTeX, as text a reader can read without a math font or script.
+_LATEX = {r"\,": "\u2009", r"\;": " ", r"\!": "", r"\cdot": "·", r"\times": "×", r"\epsilon": "ε",
+          r"\varepsilon": "ε", r"\kappa": "κ", r"\theta": "θ", r"\pi": "π", r"\infty": "∞", r"\le": "≤",
+          r"\ge": "≥", r"\approx": "≈", r"\to": "→", r"\sum": "Σ", r"\sqrt": "√", r"\|": "‖"}  # fmt: skip
+_LATEX_RE = re.compile("|".join(re.escape(k) + (r"(?![a-zA-Z])" if k[1:].isalpha() else "") for k in _LATEX))
 
 
 def _e(value) -> str:
     return escape("" if value is None else str(value))
+
+
+def math_text(value) -> str:
+    """Escaped text with inline LaTeX ($1/t$, u \\cdot k, x^2) rendered as readable HTML."""
+    text = re.sub(r"\$([^$]+)\$", r"\1", "" if value is None else str(value))
+    text = re.sub(r"\\(?:mathrm|text|operatorname)\{([^}]*)\}", r"\1", text)
+    text = re.sub(r"\\frac\{([^}]*)\}\{([^}]*)\}", r"(\1)/(\2)", text)
+    text = escape(_LATEX_RE.sub(lambda m: _LATEX[m.group(0)], text))
+    text = re.sub(r"\^\{([^}]*)\}|\^([\w.]+)", lambda m: f"<sup>{m.group(1) or m.group(2)}</sup>", text)
+    return re.sub(r"_\{([^}]*)\}", r"<sub>\1</sub>", text)
 
 
 def _verdict(report: dict) -> str:
@@ -67,11 +49,28 @@ def _verdict(report: dict) -> str:
     links = ", ".join(f'<a href="#claim-{_e(c["id"])}">{_e(c["id"])}</a>' for c in failing)
     fail_line = f'<small class="fail-list">Failing: {links}</small>' if failing else ""
     tier = _e(report.get("tier", "published"))
+    ev = report.get("evidence")
+    chosen = f"<small id=\"evidence\">Evidence: {_e(ev['line'].removeprefix('evidence: '))}.</small>" if ev else ""
+    warnings = "".join(f'<small class="warning">Warning: {_e(w)}</small>' for w in report.get("warnings", []))
     return (
         f'<div class="verdict {_e(verdict)}" id="verdict">{_e(verdict)}: {s.get("passed", 0)} passed, '
         f"{s.get('failed', 0)} failed, {s.get('skipped', 0)} skipped"
-        f"<small>Evidence tier: {tier}. Every claim below is a number quoted in the posts, "
-        f"recomputed from the bundles and judged against its tolerance.</small>{fail_line}</div>"
+        f"<small>{'' if ev else f'Evidence tier: {tier}. '}Every claim below is a number quoted in the posts, "
+        f"recomputed from the bundles and judged against its tolerance.</small>{chosen}{warnings}{fail_line}</div>"
+        + _preflight(report.get("preflight"))
+    )
+
+
+def _preflight(preflight: dict | None) -> str:
+    """The run's fidelity preflight from its manifest; anything but PASS in red."""
+    if not preflight:
+        return ""
+    verdict = str(preflight.get("verdict", "ERROR"))
+    return (
+        f'<p id="preflight" class="preflight {"PASS" if verdict == "PASS" else "FAIL"}">Fidelity preflight: '
+        f'<span class="badge {"PASS" if verdict == "PASS" else "FAIL"}">{_e(verdict)}</span> '
+        f"({_e(preflight.get('steps', '?'))} steps on {_e(preflight.get('device', '?'))}, against the author's "
+        f"training script; <code>{_e(preflight.get('file', 'fidelity.json'))}</code> in the run folder)</p>"
     )
 
 
@@ -82,7 +81,7 @@ def _claims(report: dict) -> str:
         rows.append(
             f'<tr class="{_e(v)}" id="claim-{_e(c.get("id"))}" data-claim="{_e(c.get("id"))}">'
             f"<td><code>{_e(c.get('id'))}</code></td>"
-            f"<td>{_e(c.get('claim'))}<blockquote>{_e(c.get('quote'))}</blockquote>"
+            f"<td>{math_text(c.get('claim'))}<blockquote>{math_text(c.get('quote'))}</blockquote>"
             f'<span class="source">{_e(c.get("source"))}</span></td>'
             f'<td class="num">{_e(c.get("expected"))}</td><td class="num">{_e(c.get("measured"))}</td>'
             f'<td>{_e(c.get("tolerance_reason"))}</td><td><span class="badge {_e(v)}">{_e(v)}</span></td>'
@@ -91,6 +90,23 @@ def _claims(report: dict) -> str:
     head = "<tr><th>id</th><th>claim, quote and its place in the post</th><th>expected</th><th>measured</th>"
     head += "<th>tolerance</th><th>verdict</th><th>computed by</th></tr>"
     return f'<table id="claims"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _statistics(results: dict) -> str:
+    """Every model's statistics, as in REPORT.md (the best validation losses behind the quality claim included)."""
+    if not results.get("models") or not all("setup" in m for m in results["models"].values()):
+        return ""
+    models, rows = statistics_rows(results)
+    head = "<tr><th>statistic</th>" + "".join(f"<th>{_e(m)}</th>" for m in models) + "</tr>"
+    body = "".join(
+        f"<tr><td>{_e(label)}</td>" + "".join(f'<td class="num">{_e(c)}</td>' for c in cells) + "</tr>"
+        for label, cells in rows
+    )
+    return (
+        '<h2 id="statistics">Statistics per model</h2><p>Every statistic of each model on the fixed window, quoted or '
+        "not (all of them, per head, in <code>results.json</code>).</p>"
+        f'<table id="statistics-table"><thead>{head}</thead><tbody>{body}</tbody></table>'
+    )
 
 
 def _rerun(report: dict) -> str:
@@ -212,14 +228,16 @@ def render(out_dir: Path, report: dict, results: dict) -> str:
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>attngeom: {_e(report.get("summary", {}).get("verdict"))} - the geometry of attention, verified</title>
-<style>{CSS}</style></head>
+<style>{(ASSETS / "report.css").read_text(encoding="utf-8")}</style></head>
 <body>
 <h1>The Geometry of Attention Is a Choice of Kernel: verification report</h1>
 {_verdict(report)}
-<p>Models judged: {n_models}. Sections: <a href="#claims-h">claims</a> &middot; <a href="#figures">figures</a>
+<p>Models judged: {n_models}. Sections: <a href="#claims-h">claims</a> &middot;
+<a href="#statistics">statistics</a> &middot; <a href="#figures">figures</a>
 &middot; <a href="#live">live territory map</a> &middot; <a href="#provenance">provenance</a></p>
 <h2 id="claims-h">Claims</h2>
 {_claims(report)}
+{_statistics(results)}
 {_rerun(report)}
 {_figures(Path(out_dir))}
 {_territory()}

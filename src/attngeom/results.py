@@ -25,7 +25,7 @@ def model_results(model: ModelEvidence) -> dict:
     final = steps[-1]
     changed_LHS = stats.scale_changed(model)
     occ = {s: stats.occupancy(model.maps[s], model.strict) for s in steps}
-    entropy_LH = stats.norm_entropy(model.maps[final], model.strict)
+    entropy_LH = {s: stats.norm_entropy(model.maps[s], model.strict) for s in steps}
     inside_LHT = hull.inside_hull(model.k_LHTD)
     nearest_LH, aligned_LH = stats.winner_agreement(model)
     rows = T - 1 - int(model.strict)
@@ -48,7 +48,8 @@ def model_results(model: ModelEvidence) -> dict:
             str(t): int(round(changed_LHS[..., i].sum() * rows)) for i, t in enumerate(stats.SCALES)
         },
         "scale_comparisons": L * H * rows * len(stats.SCALES),
-        "mean_norm_entropy_final": float(entropy_LH.mean()),
+        "mean_norm_entropy_final": float(entropy_LH[final].mean()),
+        "mean_norm_entropy_by_step": {str(s): float(e.mean()) for s, e in entropy_LH.items()},
         "occupancy_by_step": {str(s): float(o.mean()) for s, o in occ.items()},
         "occupancy_final_min": float(occ[final].min()),
         "occupancy_final_max": float(occ[final].max()),
@@ -67,7 +68,7 @@ def model_results(model: ModelEvidence) -> dict:
         "per_head": {
             "scale_changed": _round(changed_LHS),
             "occupancy_by_step": {str(s): _round(o) for s, o in occ.items()},
-            "mean_norm_entropy_final": _round(entropy_LH),
+            "mean_norm_entropy_final": _round(entropy_LH[final]),
             "keys_inside_hull": inside_LHT.sum(-1).tolist(),
             "winner_is_nearest": _round(nearest_LH),
             "winner_is_aligned": _round(aligned_LH),

@@ -1,8 +1,8 @@
 """The statistics behind the quoted numbers, per trained model, in float64 from the float16 bundles.
 
-Definitions follow ORIGINAL_RUNS.md: scorable rows have at least two available keys, a row's
-winner is the argmax over its available keys, and every statistic is kept per head (L, H) so the
-report can show the spread as well as the mean.
+Definitions follow the original analysis as the posts state it: scorable rows have at least two
+available keys, a row's winner is the argmax over its available keys, and every statistic is
+kept per head (L, H) so the report can show the spread as well as the mean.
 """
 
 from __future__ import annotations

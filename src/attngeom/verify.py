@@ -1,82 +1,69 @@
 """The default job: evidence -> numbers -> judgement -> report.
 
-Loads the bundles (the author's published ones unless a folder is given), computes every
-statistic, judges every claim in expected/ against it, writes the report and prints one line
-per claim and a closing `N passed, M failed` line. Exit status: 0 all judged claims pass,
-1 a claim fails, 2 unusable input (raised as InputError before anything is written).
+Loads the bundles (the author's published ones unless a folder is given), says on one line what
+they are and so how they are judged, computes every statistic, judges every claim in expected/
+against it, writes the report and prints one line per claim and a closing `N passed, M failed`
+line. Exit status: 0 all judged claims pass, 1 a claim fails, 2 unusable input (raised as
+InputError before anything is written).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import sys
 from pathlib import Path
 
-from attngeom import expected, fetch, html_report, report
-from attngeom.options import list_of
+from attngeom import evidence, expected, fetch, html_report, judge, report
 from attngeom.bundles import VARIANTS, load_models
-from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
+from attngeom.files import sha256_file
+from attngeom.options import list_of
 from attngeom.results import compute_results
 
 
-def judge_all(results: dict, tier: str, smoke: bool = False) -> list[dict]:
-    """One row per claim in expected/: measured value, expected value, verdict."""
-    rerun = expected.load_rerun() if tier == "rerun" else {}
-    rows = []
-    for entry in expected.load_claims():
-        how = expected.judgement_for(entry, tier, rerun, smoke)
-        try:
-            measured = CLAIM_FUNCTIONS[entry["function"]](results, **entry["args"])
-        except KeyError as exc:  # a model these bundles do not hold
-            measured, how = None, how if isinstance(how, str) else f"needs {exc.args[0]}, not in these bundles"
-        row = {k: entry[k] for k in ("id", "claim", "quote", "source", "function", "unit", "tier")}
-        row["measured_value"] = measured if not isinstance(measured, float) or math.isfinite(measured) else None
-        row["measured"] = expected.fmt(measured) if measured is not None else "-"
-        if isinstance(how, str):
-            row.update(expected="-", tolerance_reason=how, verdict="SKIP")
-        else:
-            row.update(
-                expected=expected.describe(how),
-                tolerance_reason=how.reason,
-                verdict="PASS" if expected.passes(measured, how) else "FAIL",
-            )
-        rows.append(row)
-    return rows
-
-
-def summarise(rows: list[dict]) -> dict:
-    """Counts and the overall verdict."""
-    count = {v: sum(r["verdict"] == v for r in rows) for v in ("PASS", "FAIL", "SKIP")}
-    return {
-        "passed": count["PASS"],
-        "failed": count["FAIL"],
-        "skipped": count["SKIP"],
-        "verdict": "PASS" if count["FAIL"] == 0 else "FAIL",
-    }
+def judge_evidence(
+    root: Path, models: dict, tier: str | None = None
+) -> tuple[evidence.Evidence, str, list[str], dict[str, str]]:
+    """What the bundles are, the tier used (the override, else the evidence's), warnings, input hashes."""
+    inputs = sorted({path for m in models.values() for path in m.files.values()})
+    hashes = {path: sha256_file(path) for path in inputs}
+    ev = evidence.describe(models, root, hashes)
+    warnings = list(ev.warnings)
+    if tier is not None and tier != ev.tier:
+        warnings.append(f"--tier {tier} overrides the {ev.tier} tier chosen for these bundles ({ev.kind}: {ev.why})")
+    return ev, tier or ev.tier, warnings, {str(p): h for p, h in hashes.items()}
 
 
 def run_verify(
     bundles_root: Path | None,
     out: Path,
-    tier: str = "published",
+    tier: str | None = None,
     variants: tuple[str, ...] = VARIANTS,
-    smoke: bool = False,
 ) -> int:
-    """Verify a folder of bundles (None: the author's published bundles) and write the report."""
+    """Verify a folder of bundles (None: the author's published bundles) and write the report.
+
+    The bundles say what they are (evidence.describe), which sets the tier and the claims that
+    apply; `tier` overrides the tier, and a mismatch is a warning in the report.
+    """
     root = Path(bundles_root) if bundles_root is not None else fetch.fetch_bundles()
     models = load_models(root, variants)
+    ev, tier, warnings, hashes = judge_evidence(root, models, tier)
+    print(ev.line())
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
     results = compute_results(models)
-    rows = judge_all(results, tier, smoke)
-    inputs = [path for m in models.values() for path in dict.fromkeys(m.files.values())]
+    rows = judge.judge_all(results, tier, ev.scope, ev.stopped_after)
     doc = {
-        "summary": summarise(rows),
+        "summary": judge.summarise(rows),
         "tier": tier,
-        "preset": "smoke" if smoke else "paper",
+        "evidence": {"kind": ev.kind, "why": ev.why, "scope": ev.scope, "stopped_after": ev.stopped_after,
+                     "line": ev.line()},
+        "warnings": warnings,
+        "preflight": ev.preflight,
         "bundles": str(root),
         "claims": rows,
-        "provenance": report.provenance(sorted(set(inputs)), expected.sha256_of()),
-    }
+        "provenance": report.provenance([Path(p) for p in hashes], expected.sha256_of()),
+    }  # fmt: skip
     report.write_report(Path(out), doc, results)
     html_report.write_html(Path(out), doc, results)
     width = max(len(r["id"]) for r in rows)
@@ -93,9 +80,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="judge every quoted number (default)")
     p.add_argument("--bundles", type=Path, help="a folder of bundles in the original format (default: the author's)")
     p.add_argument("--out", type=Path, default=Path("report"), help="report folder (default: report/)")
-    p.add_argument("--tier", choices=expected.TIERS, default="published", help="which tolerances to judge with")
-    p.add_argument("--smoke", action="store_true", help="the bundles come from the smoke preset")
+    p.add_argument("--tier", choices=expected.TIERS,
+                   help="override the tolerances the bundles call for (default: published for the author's bundles, "
+                   "rerun for any other)")  # fmt: skip
     p.add_argument("--variants", type=list_of(str, VARIANTS, "variant"), default=VARIANTS, help="comma-separated variants to load")
-    p.set_defaults(func=lambda a: run_verify(a.bundles, a.out, a.tier, a.variants, a.smoke))
+    p.set_defaults(func=lambda a: run_verify(a.bundles, a.out, a.tier, a.variants))
 
 

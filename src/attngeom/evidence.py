@@ -1,0 +1,128 @@
+"""What a folder of bundles is, read from the files themselves, and so how verify judges it.
+
+The published bundles are recognised by their sha256. Anything else is a rerun: its run JSON's
+`cfg` says whether it has the paper's configuration and, with `STOPPED_AFTER`, whether it was
+stopped early; a run folder's `manifest.json` (in the folder, under it, or up to two folders
+above) names its preset, its stop and its fidelity preflight. The kind decides the tier
+(published values or rerun bands) and the scope (what the evidence can show, see judge.SCOPES).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from attngeom.bundles import ModelEvidence
+from attngeom.errors import InputError
+from attngeom.fetch import BUNDLE_BASE, PUBLISHED_BUNDLES, REGISTRY
+
+MANIFEST = "manifest.json"
+# The published runs' cfg, except the learning rate (per variant) and dropout: what makes a run the paper's.
+PAPER_CFG = {"D": 192, "LAYERS": 6, "HEADS": 4, "T": 128, "FF": 768, "BATCH": 64, "STEPS": 12000, "EVAL_EVERY": 500,
+             "VAL_BATCHES": 16}  # fmt: skip
+PAPER_TELEMETRY = (0, 1200, 6000, 11999)
+PUBLISHED_SHA256 = frozenset(
+    sha for url, sha in REGISTRY.items() if any(url.startswith(BUNDLE_BASE + name + "/") for name in PUBLISHED_BUNDLES)
+)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the bundles are and how they are judged."""
+
+    kind: str  # "published bundles", "paper rerun", "truncated paper run", "smoke rerun", "rerun of another configuration"
+    tier: str  # the tier this evidence calls for
+    scope: str  # judge.SCOPES
+    why: str  # what in the files says so
+    stopped_after: int | None = None
+    preflight: dict | None = None
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def line(self) -> str:
+        """One line: what was chosen and why."""
+        return f"evidence: {self.kind} ({self.why}): judged with the {self.tier} tier, {SCOPE_WORDS[self.scope]}"
+
+
+SCOPE_WORDS = {
+    "all": "every claim",
+    "smoke": "only the claims that hold at any size",
+    "truncated": "the claims a run stopped early can show, and its statistics at the steps it reached",
+}
+
+
+def _read_manifest(path: Path) -> dict:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{path}: unreadable run manifest ({exc})") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
+        raise InputError(f"{path}: a run manifest is an object with a 'config' object")
+    return doc
+
+
+def find_manifests(root: Path) -> dict[Path, dict]:
+    """The run manifests that describe `root`: those under it, else the nearest one up to two folders above."""
+    root = Path(root).resolve()
+    below = sorted(root.rglob(MANIFEST))
+    if below:
+        return {p: _read_manifest(p) for p in below}
+    for parent in (root.parent, root.parent.parent):
+        if (parent / MANIFEST).is_file():
+            return {parent / MANIFEST: _read_manifest(parent / MANIFEST)}
+    return {}
+
+
+def _one(values: dict[str, object], what: str):
+    distinct = set(map(json.dumps, values.values()))
+    if len(distinct) > 1:
+        listed = ", ".join(f"{k}: {v}" for k, v in values.items())
+        raise InputError(f"these bundles mix runs of different {what} ({listed}); verify one run at a time")
+    return next(iter(values.values()), None)
+
+
+def _stop(models: dict[str, ModelEvidence], manifests: dict[Path, dict]) -> int | None:
+    stops = {f"{v} cfg STOPPED_AFTER": m.cfg.get("STOPPED_AFTER") for v, m in models.items()}
+    stops |= {f"{p.parent.name}/{MANIFEST} stopped_after": d.get("stopped_after") for p, d in manifests.items()}
+    stop = _one(stops, "stops")
+    if stop is not None and (isinstance(stop, bool) or not isinstance(stop, int) or stop < 1):
+        raise InputError(f"STOPPED_AFTER = {stop!r}: expected the last step trained, a positive integer")
+    return stop
+
+
+def _check_reached(models: dict[str, ModelEvidence], stop: int) -> None:
+    want = [s for s in PAPER_TELEMETRY if s <= stop]
+    for v, m in models.items():
+        if sorted(m.maps) != want:
+            raise InputError(
+                f"{m.files.get('attn', v)}: maps at steps {sorted(m.maps)}, but a run stopped after step {stop} "
+                f"holds those at {want}"
+            )
+
+
+def describe(models: dict[str, ModelEvidence], root: Path, hashes: dict[Path, str]) -> Evidence:
+    """What the bundles are, from their sha256, their cfg and any run manifest beside them."""
+    if hashes and set(hashes.values()) <= PUBLISHED_SHA256:
+        return Evidence("published bundles", "published", "all", "every file has the sha256 of the author's bundles")
+    manifests = find_manifests(root)
+    stop = _stop(models, manifests)
+    preflight = next((d["preflight"] for d in manifests.values() if isinstance(d.get("preflight"), dict)), None)
+    errors = [f"{p}: the run recorded an error ({d['error']})" for p, d in manifests.items() if d.get("error")]
+    cfg = _one({v: {k: m.cfg.get(k) for k in PAPER_CFG} for v, m in models.items()}, "configurations")
+    presets = {f"{p.parent.name}/{MANIFEST}": d.get("config", {}).get("preset") for p, d in manifests.items()}
+    preset = _one({k: v for k, v in presets.items() if v is not None}, "presets")
+    from_manifest = f"{MANIFEST}: config.preset = {preset}; " if preset else ""
+    if cfg == PAPER_CFG and stop is not None:
+        _check_reached(models, stop)
+        why = f"{from_manifest}cfg has the paper's configuration, STOPPED_AFTER = {stop}"
+        return Evidence("truncated paper run", "rerun", "truncated", why, stop, preflight, tuple(errors))
+    if cfg == PAPER_CFG:
+        why = f"{from_manifest}cfg has the paper's configuration; not the published files"
+        return Evidence("paper rerun", "rerun", "all", why, None, preflight, tuple(errors))
+    differs = [f"{k} {cfg.get(k)}, not {want}" for k, want in PAPER_CFG.items() if cfg.get(k) != want]
+    kind = "smoke rerun" if preset == "smoke" else "rerun of another configuration"
+    stopped = f"; stopped after step {stop}" if stop is not None else ""
+    why = (
+        f"{from_manifest}cfg differs from the paper's ({'; '.join(differs[:3])}{'; ...' * (len(differs) > 3)}){stopped}"
+    )
+    return Evidence(kind, "rerun", "smoke", why, stop, preflight, tuple(errors))

@@ -1,0 +1,37 @@
+"""The command line's help: every command, those reproduce.sh runs itself included, one line each."""
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from attngeom import cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _reproduce(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "100"}
+    return subprocess.run(
+        [str(REPO / "reproduce.sh"), *args], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_help_lists_every_command_on_one_line():
+    proc = _reproduce("--help")
+    assert proc.returncode == 0, proc.stderr
+    registered = set(cli.build_parser()._subparsers._group_actions[0].choices)
+    assert {"verify", "rerun", "kaggle", "docker", "figures", "test", "bench"} <= registered
+    lines = proc.stdout.splitlines()
+    block = lines[lines.index("positional arguments:") + 2 : lines.index("options:") - 1]
+    assert all(re.match(r"^    \w+ {2,}\S", line) for line in block), block
+    assert sorted(line.split()[0] for line in block) == sorted(registered)
+
+
+def test_shell_commands_are_named_in_the_help_but_run_by_reproduce_sh(capsys):
+    assert cli.main(["test"]) == 2
+    assert "./reproduce.sh test" in capsys.readouterr().err
+    proc = _reproduce("bench")
+    assert proc.returncode == 2 and "verify or train" in proc.stderr and proc.stderr.count("\n") == 1
+    proc = _reproduce("bench", "verify", "--help")
+    assert proc.returncode == 0 and "--runs" in proc.stdout

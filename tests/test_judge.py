@@ -1,0 +1,143 @@
+import math
+
+import pytest
+
+from attngeom import claims, expected, judge
+from attngeom.judge import Judgement, passes
+
+
+@pytest.mark.parametrize(
+    "measured,j,ok",
+    [
+        (0, Judgement(0, "exact", None, ""), True),
+        (1, Judgement(0, "exact", None, ""), False),
+        ("disagree", Judgement("disagree", "exact", None, ""), False),
+        (0.1207, Judgement(0.121, "abs", 0.0005, ""), True),
+        (0.1204, Judgement(0.121, "abs", 0.0005, ""), False),
+        (42.4, Judgement(45, "rel", 0.15, ""), True),
+        (math.inf, Judgement(100, "rel", 0.3, ""), False),
+        (math.nan, Judgement(1, "le", None, ""), False),
+        (3.9e-4, Judgement(4e-4, "lt", None, ""), True),
+        (4e-4, Judgement(4e-4, "lt", None, ""), False),
+        (0.0, Judgement(0.0, "gt", None, ""), False),
+        (True, Judgement(1, "ge", None, ""), False),
+    ],
+)
+def test_passes(measured, j, ok):
+    assert passes(measured, j) is ok
+
+
+def test_rerun_tier_and_smoke():
+    entry = {
+        "id": "x",
+        "tier": "published bundles",
+        "value": 0.12,
+        "comparison": "abs",
+        "tolerance": 0.001,
+        "reason": "r",
+    }
+    math_entry = {**entry, "tier": "mathematics"}
+    bands = {"x": {"comparison": "abs", "tolerance": 0.05, "reason": "drift", "smoke": False}}
+    assert judge.judgement_for(entry, "published", bands, "all").tolerance == 0.001
+    assert judge.judgement_for(entry, "rerun", bands, "all").tolerance == 0.05
+    assert "smoke" in judge.judgement_for(entry, "rerun", bands, "smoke")
+    assert judge.judgement_for(entry, "rerun", {}, "all").startswith("not judged on reruns")
+    theorem = {"x": {"reason": "a theorem", "smoke": True}}
+    assert judge.judgement_for(math_entry, "rerun", theorem, "smoke").tolerance == 0.001
+
+
+def test_describe():
+    assert judge.describe(Judgement(0.121, "abs", 0.0005, "")) == "0.121 ± 0.0005"
+    assert judge.describe(Judgement(4e-4, "lt", None, "")) == "< 0.0004"
+    assert judge.describe(Judgement(45.0, "rel", 0.15, "")) == "45 ± 15%"
+
+
+@pytest.mark.parametrize("cid", [c for c, b in expected.load_rerun().items() if b.get("comparison") in ("abs", "rel")])
+def test_each_rerun_band_fails_just_outside_it(cid):
+    entry = next(e for e in expected.load_claims() if e["id"] == cid)
+    j = judge.judgement_for(entry, "rerun", expected.load_rerun(), scope="all")
+    width = j.tolerance * (abs(j.value) if j.comparison == "rel" else 1)
+    assert passes(j.value, j) and passes(j.value + 0.99 * width, j)
+    assert not passes(j.value + 1.01 * width, j) and not passes(j.value - 1.01 * width, j)
+
+
+def test_rerun_bands_cover_the_authors_own_rerun(tmp_path):
+    """The telemetry rerun of yat_b (same seed and configuration) passes the rerun bands."""
+    import numpy as np
+
+    from attngeom import fetch, stats
+
+    root = fetch.fetch_bundles(fetch.TELEMETRY_BUNDLES)
+    with np.load(root / "kgl_blog-yatattn-b-telem" / "attn_yat_b_s0.npz") as z:
+        maps = {k: z[k] for k in z.files if k.startswith("step")}
+    measured = {
+        "occupancy.yat_b.final": stats.occupancy(maps["step11999"], False).mean() * 128,
+        "occupancy.yat_b.step0": stats.occupancy(maps["step0"], False).mean() * 128,
+        "entropy.yat_b": stats.norm_entropy(maps["step11999"], False).mean(),
+    }
+    bands, entries = expected.load_rerun(), {e["id"]: e for e in expected.load_claims()}
+    for cid, value in measured.items():
+        j = judge.judgement_for(entries[cid], "rerun", bands, scope="all")
+        assert passes(float(value), j), (cid, value)
+        assert not passes(float(value), judge.judgement_for(entries[cid], "published", bands, "all")) or cid.endswith(
+            "step0"
+        )
+
+
+def _entry(cid: str, function: str, **args) -> dict:
+    return {
+        "id": cid,
+        "claim": cid,
+        "quote": "q",
+        "source": "s",
+        "function": function,
+        "args": args,
+        "value": 15240,
+        "unit": "comparisons",
+        "comparison": "exact",
+        "tolerance": None,
+        "reason": "r",
+        "tier": "published bundles",
+    }
+
+
+def test_skip_only_for_an_absent_model_and_a_typo_is_an_internal_error(monkeypatch):
+    entries = [
+        _entry("absent", "scale_comparisons", model="goat_v"),
+        _entry("present", "scale_comparisons", model="softmax"),
+    ]
+    monkeypatch.setattr(expected, "load_claims", lambda: [dict(e) for e in entries])
+    monkeypatch.setattr(expected, "load_rerun", dict)
+    rows = judge.judge_all({"models": {"softmax": {"scale_comparisons": 15240}}}, "published")
+    assert [(r["id"], r["verdict"]) for r in rows] == [("absent", "SKIP"), ("present", "PASS")]
+    assert rows[0]["tolerance_reason"] == "needs goat_v, not in these bundles" and rows[0]["measured"] == "-"
+    with pytest.raises(RuntimeError, match=r"claim present: scale_comparisons raised KeyError"):
+        judge.judge_all({"models": {"softmax": {"scale_comparison": 15240}}}, "published")
+
+
+def test_every_model_argument_names_a_model_and_nothing_else_does():
+    for e in expected.load_claims():
+        named = judge.models_needed(e)
+        assert all(m in ("softmax", "yat_b", "goat_v") for m in named), e["id"]
+        others = {k: v for k, v in e["args"].items() if k not in claims.MODEL_ARGS}
+        assert not {"softmax", "yat_b", "goat_v"} & set(map(str, others.values())), e["id"]
+        assert bool(named) == (e["tier"] == "published bundles" and e["function"] != "setup_fact"), e["id"]
+
+
+def test_summarise_counts_and_fails_on_any_failure():
+    rows = [{"verdict": v} for v in ("PASS", "SKIP", "PASS")]
+    assert judge.summarise(rows) == {"passed": 2, "failed": 0, "skipped": 1, "verdict": "PASS"}
+    assert judge.summarise([*rows, {"verdict": "FAIL"}])["verdict"] == "FAIL"
+
+
+def test_a_stopped_run_gets_a_row_per_statistic_at_each_step_it_reached():
+    assert judge.stopped_run_entries(1199) == []
+    entries = judge.stopped_run_entries(1200)
+    assert {e["id"] for e in entries} == {
+        f"step1200.{m}.{s}" for m in ("softmax", "yat_b", "goat_v") for s in ("occupancy", "entropy")
+    }
+    assert len(judge.stopped_run_entries(11998)) == 12
+    row = next(e for e in entries if e["id"] == "step1200.yat_b.entropy")
+    j = judge.judgement_for(row, "published", {}, "truncated")
+    assert (j.value, j.tolerance) == (0.753121, 0.03) and passes(0.7581, j) and not passes(0.79, j)
+    assert judge.models_needed(row) == ["yat_b"]
