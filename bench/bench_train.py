@@ -35,12 +35,12 @@ def baseline(variant: str, cfg: train.TrainConfig, corpus: data.Corpus, steps: i
     model = build(variant, cfg.model, seed=0)
     optimizer = nnx.Optimizer(model, optax.adamw(cfg.lr_of(variant), weight_decay=cfg.weight_decay), wrt=nnx.Param)
     initial = nnx.as_pure(nnx.state((model, optimizer)))  # nnx.jit retraces for a new model object: reset this one
-    step(model, optimizer, *data.batch(corpus.train_N, cfg.batch, cfg.model.seq_len, 0)).block_until_ready()
+    step(model, optimizer, *data.batch(corpus.train_M, cfg.batch, cfg.model.seq_len, 0)).block_until_ready()
     losses, rates = None, []
     for _ in range(repeats):
         nnx.update((model, optimizer), initial)
         t0 = time.perf_counter()
-        batches = (data.batch(corpus.train_N, cfg.batch, cfg.model.seq_len, s) for s in range(steps))
+        batches = (data.batch(corpus.train_M, cfg.batch, cfg.model.seq_len, s) for s in range(steps))
         out = [step(model, optimizer, *xy) for xy in batches]
         out = np.asarray(jax.block_until_ready(out))
         rates.append(steps / (time.perf_counter() - t0))

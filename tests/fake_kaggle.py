@@ -21,8 +21,9 @@ from urllib.parse import quote, unquote, urlsplit
 
 import numpy as np
 
-from attngeom.bundles import KERNEL_VARIANTS, RUN_JSON, STRICT_MASK, write_attn_npz, write_geom_npz
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR
+from attngeom.bundles import RUN_JSON, write_attn_npz, write_geom_npz
+from attngeom.variants import variant as variant_spec
 
 RPC_PREFIX = "/api/v1/"
 PROXY_VARS = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
@@ -201,7 +202,7 @@ def synthetic_output(
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for variant in variants:
-            keep_TT = np.tril(np.ones((T, T), bool), k=-1 if STRICT_MASK[variant] else 0)
+            keep_TT = np.tril(np.ones((T, T), bool), k=-1 if variant_spec(variant).strict_mask else 0)
             maps = {}
             for step in (0, 1200, 6000, 11999):
                 w_LHTT = rng.random((L, H, T, T)) * keep_TT
@@ -218,7 +219,7 @@ def synthetic_output(
                 "score_max": 1.0,
                 "telemetry_prompt": "synthetic",
             }
-            if variant in KERNEL_VARIANTS:
+            if variant_spec(variant).kernel:
                 run["b_learned"] = run["eps_learned"] = np.full((L, H), 0.5).tolist()
             runs.append(run)
         (folder / RUN_JSON).write_text(json.dumps({"summary": {}, "runs": runs, "cfg": {"STEPS": 12000}}))

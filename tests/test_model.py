@@ -8,8 +8,9 @@ import pytest
 from flax import nnx
 
 from attngeom.training import data
+from attngeom.training.config import PRESETS
 from attngeom.training.model import MODEL_VARIANTS, ModelConfig, build, kernel_scores, param_stats
-from attngeom.training.train import PRESETS, init_state, make_probe
+from attngeom.training.train import init_state, make_probe
 
 # ORIGINAL_RUNS.md, fidelity figures (paper preset, seed 0).
 ORIGINAL_INIT = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,16 +13,16 @@ import numpy as np
 import pytest
 
 from attngeom import cli
-from attngeom.training import rerun, runs, train
 from attngeom.bundles import RUN_JSON, load_models
 from attngeom.errors import InputError
+from attngeom.training import config, rerun, runs, train
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _restore_device_settings(monkeypatch):
     """`rerun` sets these for its process; give them back after an in-process call."""
-    for name in ("XLA_FLAGS", "CUDA_VISIBLE_DEVICES"):
+    for name in ("XLA_FLAGS", "CUDA_VISIBLE_DEVICES", "JAX_DEFAULT_MATMUL_PRECISION"):
         if name in os.environ:
             monkeypatch.setenv(name, os.environ[name])
         else:
@@ -29,7 +30,7 @@ def _restore_device_settings(monkeypatch):
 
 
 def test_preset_names_match_the_presets():
-    assert rerun.PRESET_NAMES == tuple(train.PRESETS)
+    assert rerun.PRESET_NAMES == tuple(config.PRESETS)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def smoke_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
     cmd = [sys.executable, "-m", "attngeom", "rerun", "--backend", "local", "--preset", "smoke", "--out", str(out)]
     cmd.append("--quiet")
-    return out, subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    return out, subprocess.run(cmd, check=False, env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
 
 
 @pytest.mark.slow
@@ -50,7 +51,7 @@ def test_smoke_rerun_trains_writes_and_passes_verification(smoke_run):
     assert manifest["config"]["preset"] == "smoke" and manifest["verify_exit"] == 0
     assert {"report/REPORT.md", "report/report.json", "attngeom-qk/yat_attention.json"} <= set(manifest["files"])
     logged = [json.loads(line) for line in (out / runs.TRAIN_LOG).read_text().splitlines()]
-    steps = train.PRESETS["smoke"].steps
+    steps = config.PRESETS["smoke"].steps
     assert [(r["variant"], r["step"]) for r in logged] == [(v, s) for v in rerun.DEFAULT_VARIANTS for s in range(steps)]
 
 
@@ -115,12 +116,12 @@ def test_a_resumed_rerun_writes_the_bundles_of_an_uninterrupted_one(tmp_path, mo
     with monkeypatch.context() as m:
         _interrupt_at(m, "yat_b", 23)  # steps 23..39 logged, the last checkpoint at 20
         assert cli.main([*opts, "--out", str(tmp_path / "cut")]) == 130
-    assert (tmp_path / "cut" / rerun.CHECKPOINTS / "yat_b_s1.npz").is_file()
+    assert (tmp_path / "cut" / runs.CHECKPOINTS / "yat_b_s1.npz").is_file()
     assert cli.main(["rerun", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
     assert "yat_b seed 1: resuming after step 20" in capsys.readouterr().out
 
     whole, cut = runs.require_complete(tmp_path / "whole"), runs.require_complete(tmp_path / "cut")
-    assert set(cut["files"]) == set(whole["files"]) and not (tmp_path / "cut" / rerun.CHECKPOINTS).exists()
+    assert set(cut["files"]) == set(whole["files"]) and not (tmp_path / "cut" / runs.CHECKPOINTS).exists()
     for name in whole["files"]:
         a, b = tmp_path / "whole" / name, tmp_path / "cut" / name
         if name.endswith(".npz"):
@@ -146,6 +147,13 @@ def test_only_a_run_folder_can_be_resumed(tmp_path, monkeypatch, capsys):
         (["--steps", "1"], "--steps"),
         (["--seeds", "0,x"], "--seeds"),
         (["--lr", "-1"], "--lr"),
+        (["--seed", "-1"], "--seed"),
+        (["--seed", "1e23"], "--seed"),
+        (["--stop-after", "0"], "--stop-after: a step from 1 to 58"),
+        (["--stop-after", "59"], "--stop-after: a step from 1 to 58"),
+        (["--steps", "20", "--stop-after", "30"], "--stop-after: a step from 1 to 18"),
+        (["--stop-after", "x"], "--stop-after"),
+        (["--windows", "0"], "--windows"),
     ],
 )
 def test_bad_options_are_one_line_errors(tmp_path, monkeypatch, capsys, args, message):
@@ -156,15 +164,157 @@ def test_bad_options_are_one_line_errors(tmp_path, monkeypatch, capsys, args, me
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
+def test_rerun_records_the_maps_on_more_windows(smoke_run):
+    out, _ = smoke_run
+    assert runs.require_complete(out)["windows"] == 16
+    cfg = config.PRESETS["smoke"]
+    W, L, H, T, D = 16, cfg.model.layers, cfg.model.heads, cfg.model.seq_len, cfg.model.head_dim
+    steps = list(cfg.telemetry_steps())
+    for variant, model in load_models(out, rerun.DEFAULT_VARIANTS).items():
+        with np.load(model.files["geom"].parent / f"windows_{variant}_s0.npz") as z:
+            assert set(z.files) == {"tokens_WT", "steps", "q_WLHTD", "k_WLHTD", *(f"attn_{s}" for s in steps)}
+            assert z["tokens_WT"].dtype == np.int32 and z["tokens_WT"].shape == (W, T)
+            np.testing.assert_array_equal(z["tokens_WT"][0], model.tokens_T)  # the bundle's fixed window first
+            assert z["steps"].dtype == np.int32 and z["steps"].tolist() == steps
+            for s in steps:
+                assert z[f"attn_{s}"].dtype == np.float16 and z[f"attn_{s}"].shape == (W, L, H, T, T)
+                np.testing.assert_allclose(z[f"attn_{s}"][0], model.maps[s], rtol=2e-3, atol=1e-6)
+            for name in ("q_WLHTD", "k_WLHTD"):
+                assert z[name].dtype == np.float16 and z[name].shape == (W, L, H, T, D)
+
+
+def _same_files(a_dir: Path, b_dir: Path, names) -> None:
+    for name in names:
+        a, b = a_dir / name, b_dir / name
+        if name.endswith(".npz"):
+            with np.load(a) as za, np.load(b) as zb:
+                assert za.files == zb.files and all(np.array_equal(za[k], zb[k]) for k in za.files), name
+        else:
+            assert a.read_text() == b.read_text(), name
+
+
+@pytest.mark.slow
+def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(tmp_path, monkeypatch, capsys):
+    _restore_device_settings(monkeypatch)
+    opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "yat_b", "--windows", "3", "--quiet"]
+    assert cli.main([*opts, "--out", str(tmp_path / "whole")]) == 0
+    assert cli.main([*opts, "--stop-after", "30", "--out", str(tmp_path / "cut")]) == 0
+    cut = runs.require_complete(tmp_path / "cut")
+    assert cut["stopped_after"] == 30 and cut["config"]["train"]["stop_after"] == 30 and cut["windows"] == 3
+    qk = Path("attngeom-qk")
+    with (
+        np.load(tmp_path / "cut" / qk / "attn_yat_b_s1.npz") as a,
+        np.load(tmp_path / "whole" / qk / "attn_yat_b_s1.npz") as b,
+    ):
+        assert sorted(k for k in a.files if k.startswith("step")) == ["step0", "step30", "step6"]
+        assert all(np.array_equal(a[k], b[k]) for k in a.files)  # the telemetry up to the stop is the full run's
+    with (
+        np.load(tmp_path / "cut" / qk / "windows_yat_b_s1.npz") as a,
+        np.load(tmp_path / "whole" / qk / "windows_yat_b_s1.npz") as b,
+    ):
+        assert a["steps"].tolist() == [0, 6, 30] and all(
+            np.array_equal(a[f"attn_{s}"], b[f"attn_{s}"]) for s in (0, 6, 30)
+        )
+    logged = [json.loads(line)["step"] for line in (tmp_path / "cut" / runs.TRAIN_LOG).read_text().splitlines()]
+    assert logged == list(range(31))
+    assert json.loads((tmp_path / "cut" / qk / RUN_JSON).read_text())["cfg"]["STOPPED_AFTER"] == 30
+    assert (tmp_path / "cut" / runs.CHECKPOINTS / "yat_b_s1.npz").is_file()
+    capsys.readouterr()
+
+    assert cli.main(["rerun", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
+    assert "yat_b seed 1: resuming after step 31" in capsys.readouterr().out
+    whole, cut = runs.require_complete(tmp_path / "whole"), runs.require_complete(tmp_path / "cut")
+    assert cut["stopped_after"] is None and cut["config"] == whole["config"]
+    assert set(cut["files"]) == set(whole["files"]) and not (tmp_path / "cut" / runs.CHECKPOINTS).exists()
+    _same_files(tmp_path / "whole", tmp_path / "cut", whole["files"])  # bundles, run JSON and log
+
+
+def test_an_interrupted_verification_leaves_the_run_incomplete_and_resume_judges_it(tmp_path, monkeypatch, capsys):
+    _restore_device_settings(monkeypatch)
+    out = tmp_path / "run"
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(rerun, "run_verify", interrupted)
+        opts = ["rerun", "--preset", "smoke", "--variants", "softmax", "--windows", "2", "--quiet"]
+        assert cli.main([*opts, "--out", str(out)]) == 130
+    manifest = json.loads((out / runs.MANIFEST).read_text())
+    assert manifest["completed"] is False and "KeyboardInterrupt" in manifest["error"]
+    assert not (out / "report" / "REPORT.md").exists()
+    with pytest.raises(InputError, match="did not complete"):
+        runs.require_complete(out)
+    log = (out / runs.TRAIN_LOG).read_text()
+    capsys.readouterr()
+    status = cli.main(["rerun", "--resume", str(out), "--quiet"])
+    manifest = runs.require_complete(out)
+    assert manifest["verify_exit"] == status and "report/REPORT.md" in manifest["files"]
+    assert (out / runs.TRAIN_LOG).read_text() == log  # judged again, not trained again
+
+
+@pytest.fixture(scope="module")
+def interrupted_run(tmp_path_factory) -> Path:
+    """A smoke run of softmax interrupted after its checkpoint at step 20."""
+    out = tmp_path_factory.mktemp("interrupted") / "run"
+    with pytest.MonkeyPatch.context() as m:
+        _restore_device_settings(m)
+        _interrupt_at(m, "softmax", 23)
+        opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "softmax", "--windows", "2", "--quiet"]
+        assert cli.main([*opts, "--out", str(out)]) == 130
+    assert runs.checkpoint_step(runs.checkpoint_path(out, "softmax", 1), 60) == 20
+    return out
+
+
+def _rewrite_done(path: Path) -> None:
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    np.savez(path, **{**arrays, "done": np.array(-5)})
+
+
+def _flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+CORRUPTIONS = {
+    "truncated": lambda p: p.write_bytes(p.read_bytes()[: p.stat().st_size // 2]),
+    "empty": lambda p: p.write_bytes(b""),
+    "flipped byte": _flip_a_byte,
+    "done = -5": _rewrite_done,
+    "a directory": lambda p: (p.unlink(), p.mkdir()),
+}
+
+
+@pytest.mark.parametrize("corrupt", sorted(CORRUPTIONS))
+def test_a_damaged_checkpoint_is_one_error_and_keeps_the_runs_record(
+    interrupted_run, tmp_path, monkeypatch, capsys, corrupt
+):
+    _restore_device_settings(monkeypatch)
+    out = tmp_path / "run"
+    shutil.copytree(interrupted_run, out)
+    before = (out / runs.MANIFEST).read_text()
+    CORRUPTIONS[corrupt](runs.checkpoint_path(out, "softmax", 1))
+    capsys.readouterr()
+    assert cli.main(["rerun", "--resume", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "unusable checkpoint" in err and err.count("\n") == 1
+    assert (out / runs.MANIFEST).read_text() == before  # the earlier error stays on record
+    assert "KeyboardInterrupt" in json.loads(before)["error"]
+
+
 def test_run_json_summarises_every_seed():
     def fake(seed, best):
         return train.RunResult(
             variant="yat_b", seed=seed, lr=3e-3, losses=np.zeros(2), curve=[{"step": 2, "val": best}],
-            tokens_T=np.zeros(4, np.int32), prompt="abcd", maps={}, q_LHTD=None, k_LHTD=None, attn_LHTT=None,
+            tokens_T=np.zeros(4, np.int32), prompt="abcd", maps={}, windows_WT=None, window_maps={}, q_WLHTD=None,
+            k_WLHTD=None, q_LHTD=None, k_LHTD=None, attn_LHTT=None,
             score_max=[1.0], b_LH=np.ones((1, 2)), eps_LH=np.ones((1, 2)), wall_s=0.0,
         )  # fmt: skip
 
-    doc = rerun.run_json([fake(0, 1.0), fake(1, 2.0)], train.PRESETS["smoke"])
+    doc = rerun.run_json([fake(0, 1.0), fake(1, 2.0)], config.PRESETS["smoke"])
     assert doc["summary"]["yat_b"]["best_val_mean"] == 1.5 and doc["summary"]["yat_b"]["best_val_std"] == 0.5
     assert [list(r)[:6] for r in doc["runs"]][0] == ["variant", "seed", "best_val", "bpc", "curve", "score_max"]
     assert doc["runs"][1]["b_learned"] == [[1.0, 1.0]]

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from attngeom.training import runs
 from attngeom.errors import InputError
+from attngeom.training import runs
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _finished_run(path):
@@ -86,6 +92,7 @@ def test_only_an_unfinished_run_is_resumed_and_its_error_is_cleared(tmp_path):
         runs.RunFolder.resume(tmp_path)
     run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config={"train": {}})
     run.fail(KeyboardInterrupt("stopped"))
+    run.release()
     resumed = runs.RunFolder.resume(run.path)
     manifest = json.loads((run.path / runs.MANIFEST).read_text())
     assert "error" not in manifest and len(manifest["resumed_utc"]) == 1 and resumed.manifest == manifest
@@ -100,3 +107,43 @@ def test_trimming_the_log_keeps_the_steps_before_each_checkpoint(tmp_path):
     run.trim_log({("softmax", 0): 2})
     lines = [json.loads(x) for x in (run.path / runs.TRAIN_LOG).read_text().splitlines()]
     assert [(r["variant"], r["step"]) for r in lines] == [("softmax", 0), ("softmax", 1)]
+
+
+def test_a_run_folder_is_claimed_by_one_process_at_a_time(tmp_path):
+    path = runs.new_run_dir(tmp_path / "r", "x")
+    assert runs.new_run_dir(path, "x") == path  # still empty: two commands can both get this far
+    first = runs.RunFolder(path, config={})
+    with pytest.raises(InputError, match="in use by another run"):
+        runs.RunFolder(path, config={})
+    first.fail(KeyboardInterrupt("stopped"))
+    with pytest.raises(InputError, match="in use by another run"):
+        runs.RunFolder.resume(path)
+    first.release()
+    with pytest.raises(InputError, match="never written over"):
+        runs.RunFolder(path, config={})
+    assert json.loads((path / runs.MANIFEST).read_text())["config"] == {}
+
+
+def test_another_process_holding_a_run_folder_keeps_it(tmp_path):
+    path = runs.new_run_dir(tmp_path / "r", "x")
+    hold = (
+        f"import sys; from attngeom.training import runs; runs.claim({str(path)!r}); "
+        "print('held', flush=True); sys.stdin.read()"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(InputError, match=f"in use by another run \\(process {holder.pid}\\)"):
+            runs.RunFolder(path, config={})
+        assert not (path / runs.MANIFEST).exists()
+    finally:
+        holder.communicate("", timeout=60)
+    runs.RunFolder(path, config={}).release()  # the lock dies with its process
+
+
+def test_default_run_names_never_collide(tmp_path):
+    paths = [runs.new_run_dir(None, "smoke-s0", runs_dir=tmp_path) for _ in range(3)]
+    assert len(set(paths)) == 3 and all(p.is_dir() and p.parent == tmp_path for p in paths)

@@ -8,11 +8,11 @@ import jax
 import numpy as np
 import pytest
 
-from attngeom.training import data, train
 from attngeom.errors import InputError
-from attngeom.training.model import ModelConfig
+from attngeom.training import config, data, runs, train
+from attngeom.training.config import ModelConfig
 
-TINY = train.TrainConfig(
+TINY = config.TrainConfig(
     model=ModelConfig(d_model=16, layers=2, heads=2, seq_len=16, d_ff=32),
     batch=4, steps=23, eval_every=10, val_batches=2, chunk=4,
 )  # fmt: skip
@@ -31,16 +31,16 @@ def corpus() -> data.Corpus:
 
 
 def test_telemetry_steps_follow_the_original_rule():
-    assert train.PRESETS["paper"].telemetry_steps() == (0, 1200, 6000, 11999)
-    assert train.preset("paper", steps=300).telemetry_steps() == (0, 30, 150, 299)
+    assert config.PRESETS["paper"].telemetry_steps() == (0, 1200, 6000, 11999)
+    assert config.preset("paper", steps=300).telemetry_steps() == (0, 30, 150, 299)
 
 
 def test_evaluation_every_500_steps_and_after_the_last():
-    assert train.PRESETS["paper"].eval_points() == tuple(range(500, 12_001, 500))
-    assert train.preset("paper", steps=1200).eval_points() == (500, 1000, 1200)
+    assert config.PRESETS["paper"].eval_points() == tuple(range(500, 12_001, 500))
+    assert config.preset("paper", steps=1200).eval_points() == (500, 1000, 1200)
 
 
-@pytest.mark.parametrize("cfg", [TINY, train.PRESETS["paper"], train.PRESETS["smoke"]])
+@pytest.mark.parametrize("cfg", [TINY, config.PRESETS["paper"], config.PRESETS["smoke"]])
 def test_chunk_plan_covers_every_step_once_and_stops_at_every_event(cfg):
     plan = train.chunk_plan(cfg)
     starts = [first for first, _ in plan]
@@ -57,7 +57,7 @@ def test_chunked_steps_give_the_losses_of_a_per_step_loop(corpus):
     step = jax.jit(train.make_step(graphdef, tx))
     per_step = []
     for s in range(6):
-        x_BT, y_BT = data.batch(corpus.train_N, TINY.batch, TINY.model.seq_len, s)
+        x_BT, y_BT = data.batch(corpus.train_M, TINY.batch, TINY.model.seq_len, s)
         state, loss = step(state, x_BT, y_BT)
         per_step.append(float(loss))
 
@@ -65,8 +65,8 @@ def test_chunked_steps_give_the_losses_of_a_per_step_loop(corpus):
     run_chunk = train.make_chunk(train.make_step(graphdef, tx))
     chunked = []
     for first, n in [(0, 4), (4, 2)]:  # the second chunk is padded with inactive steps
-        state, loss_K = run_chunk(state, *train.chunk_batches(corpus, TINY, 0, first, n))
-        chunked += np.asarray(loss_K)[:n].tolist()
+        state, loss_I = run_chunk(state, *train.chunk_batches(corpus, TINY, 0, first, n))
+        chunked += np.asarray(loss_I)[:n].tolist()
     assert chunked == per_step
 
 
@@ -94,6 +94,20 @@ def test_train_variant_records_everything_the_bundle_needs(corpus, yat_b_run):
     assert result.prompt == corpus.decode(result.tokens_T)
 
 
+def test_train_variant_records_the_maps_on_every_window(corpus, yat_b_run):
+    result, _ = yat_b_run
+    W, L, H, T, D = TINY.windows, TINY.model.layers, TINY.model.heads, TINY.model.seq_len, TINY.model.head_dim
+    np.testing.assert_array_equal(result.windows_WT, data.telemetry_windows(corpus, T, W))
+    np.testing.assert_array_equal(result.windows_WT[0], result.tokens_T)
+    assert sorted(result.window_maps) == sorted(result.maps)
+    assert all(m.shape == (W, L, H, T, T) and m.dtype == np.float16 for m in result.window_maps.values())
+    assert result.q_WLHTD.shape == result.k_WLHTD.shape == (W, L, H, T, D) and result.q_WLHTD.dtype == np.float16
+    for step, attn_LHTT in result.maps.items():  # window 0 is the fixed window, computed in a batch of W
+        np.testing.assert_allclose(result.window_maps[step][0], attn_LHTT, rtol=2e-3, atol=1e-6)
+    np.testing.assert_allclose(result.q_WLHTD[0], result.q_LHTD, rtol=2e-3, atol=1e-3)
+    assert not np.array_equal(result.window_maps[22][0], result.window_maps[22][1])
+
+
 def test_softmax_records_no_kernel_scalars(corpus):
     result = train.train_variant("softmax", 0, replace(TINY, steps=2), corpus)
     assert result.b_LH is None and result.eps_LH is None
@@ -101,7 +115,7 @@ def test_softmax_records_no_kernel_scalars(corpus):
 
 
 def _first_three_losses(corpus, variant: str) -> np.ndarray:
-    cfg = train.preset("paper", chunk=3)
+    cfg = config.preset("paper", chunk=3)
     graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
     run_chunk = train.make_chunk(train.make_step(graphdef, tx))
     return np.asarray(run_chunk(state, *train.chunk_batches(corpus, cfg, 0, 0, 3))[1])
@@ -149,16 +163,19 @@ def test_a_run_continued_from_its_checkpoint_ends_as_an_uninterrupted_one(corpus
 
     with pytest.raises(KeyboardInterrupt):
         train.train_variant("yat_b", 0, TINY, corpus, on_steps=stop_at_16, checkpoint=ckpt)
-    assert train.checkpoint_step(ckpt) == 10
+    assert runs.checkpoint_step(ckpt, TINY.steps) == 10
     seen = []
     resumed = train.train_variant("yat_b", 0, TINY, corpus, on_steps=lambda f, n: seen.append(f), checkpoint=ckpt)
-    assert seen[0] == 10 and train.checkpoint_step(ckpt) == TINY.steps
+    assert seen[0] == 10 and runs.checkpoint_step(ckpt, TINY.steps) == TINY.steps
     whole = yat_b_run[0]
     for name in ("losses", "tokens_T", "q_LHTD", "k_LHTD", "attn_LHTT", "b_LH", "eps_LH"):
         np.testing.assert_array_equal(getattr(resumed, name), getattr(whole, name))
     assert resumed.curve == whole.curve and resumed.score_max == whole.score_max
     assert sorted(resumed.maps) == sorted(whole.maps)
     assert all(np.array_equal(resumed.maps[s], whole.maps[s]) for s in whole.maps)
+    assert sorted(resumed.window_maps) == sorted(whole.window_maps)
+    assert all(np.array_equal(resumed.window_maps[s], whole.window_maps[s]) for s in whole.window_maps)
+    np.testing.assert_array_equal(resumed.q_WLHTD, whole.q_WLHTD)
 
     wider = replace(TINY, model=replace(TINY.model, d_model=32))
     with pytest.raises(InputError, match="another configuration"):

@@ -17,10 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from attngeom.errors import InputError
+from attngeom.variants import PUBLISHED as VARIANTS
+from attngeom.variants import find
 
-VARIANTS = ("softmax", "yat_b", "goat_v")
-STRICT_MASK = {"softmax": False, "yat_b": False, "goat_v": True, "yat": False, "goat_nov": True}
-KERNEL_VARIANTS = {"yat_b", "goat_v", "yat", "goat_nov"}
 RUN_JSON = "yat_attention.json"
 _STEP_KEY = re.compile(r"^step(\d+)$")
 
@@ -43,7 +42,8 @@ class ModelEvidence:
     @property
     def strict(self) -> bool:
         """True when row i sees keys j < i only (goat variants), False for j <= i."""
-        return STRICT_MASK.get(self.variant, False)
+        spec = find(self.variant)
+        return spec is not None and spec.strict_mask
 
     @property
     def b_LH(self) -> np.ndarray | None:
@@ -139,7 +139,8 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
 
     data = read_run_json(json_path)
     run = _find_run(json_path, data, variant, seed)
-    if variant in KERNEL_VARIANTS or "b_learned" in run or "eps_learned" in run:
+    spec = find(variant)
+    if (spec is not None and spec.kernel) or "b_learned" in run or "eps_learned" in run:
         for key in ("b_learned", "eps_learned"):
             try:
                 arr = np.asarray(run.get(key), dtype=np.float64)

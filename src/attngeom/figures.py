@@ -26,6 +26,7 @@ from attngeom.bundles import ModelEvidence, load_models
 from attngeom.claims import checkpoint_labels
 from attngeom.drawing import COLORS, STYLE, new_figure, save_gif
 from attngeom.errors import InputError
+from attngeom.variants import variant
 
 FIGURE_VARIANTS = ("softmax", "yat_b")
 
@@ -35,7 +36,6 @@ def scale_sweep(folder: Path, models: dict[str, ModelEvidence]) -> dict:
     scales = np.asarray(stats.SWEEP_SCALES)
     curves = {v: stats.scale_sweep(models[v]) for v in FIGURE_VARIANTS}
     changed = {v: stats.sweep_changed_rows(models[v]) for v in FIGURE_VARIANTS}
-    names = {"softmax": "softmax model", "yat_b": "Yat-kernel model"}
     line_colors = {"softmax": COLORS[0], "yat_b": COLORS[1]}
     fig = new_figure((8.4, 5.4))
     grid = fig.add_gridspec(3, 1, height_ratios=(1, 1, 2.4))
@@ -50,13 +50,13 @@ def scale_sweep(folder: Path, models: dict[str, ModelEvidence]) -> dict:
             aspect="auto",
             interpolation="nearest",
         )
-        ax.set(yticks=[], title=f"{names[v]}: a column lights when that row's winner differs from t = 1")
+        ax.set(yticks=[], title=f"{variant(v).label} model: a column lights when that row's winner differs from t = 1")
         ax.set_xlabel("query row of layer 1, head 1", fontsize=8, labelpad=1)
     ax = fig.add_subplot(grid[2])
     lines, points = {}, {}
     for v in FIGURE_VARIANTS:
         ax.plot(scales, 100 * curves[v], color=line_colors[v], alpha=0.25)
-        (lines[v],) = ax.plot([], [], color=line_colors[v], lw=2, label=names[v])
+        (lines[v],) = ax.plot([], [], color=line_colors[v], lw=2, label=f"{variant(v).label} model")
         (points[v],) = ax.plot([], [], "o", color=line_colors[v])
     ax.set(xscale="log", xlim=(0.25, 4), ylim=(-2, 40), xlabel="query scale t", ylabel="rows with a new winner (%)")
     ax.set_xticks([0.25, 0.5, 1, 2, 4], ["¼", "½", "1", "2", "4"])
@@ -101,7 +101,6 @@ def scale_sweep(folder: Path, models: dict[str, ModelEvidence]) -> dict:
 def census(folder: Path, models: dict[str, ModelEvidence]) -> dict:
     """Figure 6: layer 4 head 1, every query against the key that owns it, four checkpoints."""
     head = tuple(stats.CENSUS_HEAD)
-    names = {"softmax": "softmax", "yat_b": "Yat kernel"}
     steps = sorted(models[FIGURE_VARIANTS[0]].maps)
     labels = checkpoint_labels(steps, models[FIGURE_VARIANTS[0]].cfg.get("STEPS"))
     fig = new_figure((10.4, 5.6))
@@ -122,7 +121,7 @@ def census(folder: Path, models: dict[str, ModelEvidence]) -> dict:
             ax = axes[row, col]
             ax.scatter(rows[~annexed], win[~annexed], s=5, c=COLORS[0], label="owner differs from neighbours'")
             ax.scatter(rows[annexed], win[annexed], s=5, c=COLORS[1], label="run: one key owns adjacent queries")
-            ax.set_title(f"{names[v]}, step {labels[col]:,}\n{count} distinct owners")
+            ax.set_title(f"{variant(v).label}, step {labels[col]:,}\n{count} distinct owners")
             ax.set(xlim=(0, 128), ylim=(0, 128), aspect="equal")
     for ax in axes[-1]:
         ax.set_xlabel("query row i")

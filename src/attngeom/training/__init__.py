@@ -1,5 +1,5 @@
-"""Training: corpus and batches, the character GPT (Flax NNX), the harness, run folders, the local rerun.
+"""Training: configuration, corpus and batches, the character GPT (Flax NNX), the harness, run folders, the local rerun.
 
-`data` and `runs` need only numpy; `model`, `train` and the body of a rerun need jax, which the
-verification never loads.
+`config`, `data` and `runs` need only numpy; `model` and `train` need jax, which `rerun` loads only
+where it starts training and the verification never loads.
 """

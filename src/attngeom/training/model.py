@@ -5,42 +5,23 @@ which random numbers each layer receives: token embedding, position embedding, t
 LN1, attention (Q, K, V, O where the variant has them, its dropout, the per-head kernel
 scalars), LN2, fc1, fc2, the block's dropout; then the final LN and the head.
 
-Variants: `softmax` (scaled dot product), `yat_b` (the kernel (q.k + b)^2 / (|q - k|^2 + eps)
-with learned per-head b, eps), `goat_v` (the kernel on the raw head slices of LN1(x), no Q/K,
-strict mask j < i) and `goat_nov` (as goat_v, and v = q).
+Variants (their facts in `attngeom.variants`): `softmax` (scaled dot product), `yat_b` (the kernel
+(q.k + b)^2 / (|q - k|^2 + eps) with learned per-head b, eps), `goat_v` (the kernel on the raw head
+slices of LN1(x), no Q/K, strict mask j < i) and `goat_nov` (as goat_v, and v = q).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from attngeom.bundles import STRICT_MASK
+from attngeom.training.config import ModelConfig
+from attngeom.variants import TRAINABLE as MODEL_VARIANTS
+from attngeom.variants import variant as variant_spec
 
-MODEL_VARIANTS = ("softmax", "yat_b", "goat_v", "goat_nov")
-NO_QK = {"goat_v", "goat_nov"}
 ROW_EPS = 1e-9
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """Architecture of the character GPT (the paper preset is the default)."""
-
-    vocab: int = 65
-    d_model: int = 192
-    layers: int = 6
-    heads: int = 4
-    seq_len: int = 128
-    d_ff: int = 768
-    dropout: float = 0.1
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.heads
 
 
 def causal_mask(seq_len: int, strict: bool) -> jax.Array:
@@ -68,18 +49,17 @@ class Attention(nnx.Module):
     def __init__(self, variant: str, cfg: ModelConfig, *, rngs: nnx.Rngs):
         if variant not in MODEL_VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; known: {', '.join(MODEL_VARIANTS)}")
-        self.variant = variant
+        self.spec = variant_spec(variant)
         self.heads = cfg.heads
-        self.strict = STRICT_MASK[variant]
         d = cfg.d_model
-        if variant not in NO_QK:
+        if self.spec.qk_proj:
             self.q_proj = nnx.Linear(d, d, rngs=rngs)
             self.k_proj = nnx.Linear(d, d, rngs=rngs)
-        if variant != "goat_nov":
+        if self.spec.v_residual:
             self.v_proj = nnx.Linear(d, d, rngs=rngs)
         self.o_proj = nnx.Linear(d, d, rngs=rngs)
         self.drop = nnx.Dropout(cfg.dropout, rngs=rngs)
-        if variant != "softmax":
+        if self.spec.kernel:
             self.b_raw = nnx.Param(jnp.zeros((cfg.heads,)))
             self.eps_raw = nnx.Param(jnp.zeros((cfg.heads,)))
 
@@ -93,14 +73,14 @@ class Attention(nnx.Module):
 
     def __call__(self, x_BTC: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
         """Output (B, T, C), and the probe: q, k (B,H,T,Dh), weights (B,H,T,T), max raw score."""
-        if self.variant in NO_QK:
-            q_BHTD = k_BHTD = self._split(x_BTC)
-        else:
+        if self.spec.qk_proj:
             q_BHTD, k_BHTD = self._split(self.q_proj(x_BTC)), self._split(self.k_proj(x_BTC))
-        v_BHTD = q_BHTD if self.variant == "goat_nov" else self._split(self.v_proj(x_BTC))
+        else:
+            q_BHTD = k_BHTD = self._split(x_BTC)
+        v_BHTD = self._split(self.v_proj(x_BTC)) if self.spec.v_residual else q_BHTD
         T = x_BTC.shape[1]
-        mask_TT = causal_mask(T, self.strict)
-        if self.variant == "softmax":
+        mask_TT = causal_mask(T, self.spec.strict_mask)
+        if not self.spec.kernel:
             score_BHTT = jnp.einsum("bhtd,bhsd->bhts", q_BHTD, k_BHTD) / jnp.sqrt(q_BHTD.shape[-1]).astype(q_BHTD.dtype)
             score_BHTT = jnp.where(mask_TT, score_BHTT, -jnp.inf)
             w_BHTT = jax.nn.softmax(score_BHTT, axis=-1)

@@ -3,11 +3,17 @@
 Two bundle folders, as the author published them: `attngeom-qk` (softmax and yat_b in one
 `yat_attention.json`) and `attngeom-goat` (goat_v). They go into a new run folder with a
 manifest and a per-step training log; then `verify` judges them with the rerun tolerances and
-writes the report into `<run>/report`. The exit status is verify's.
+writes the report into `<run>/report`. The exit status is verify's. The run is complete once
+its report exists.
 
 Each variant saves a checkpoint into `<run>/checkpoints` at every evaluation; `--resume RUN`
-continues an interrupted run from them to the same bundles an uninterrupted run writes. The
-checkpoints are deleted once the run completes.
+continues an interrupted run from them to the same bundles an uninterrupted run writes (a run
+whose training ended but whose verification did not is judged again). The checkpoints are
+deleted once the run completes, except in a run stopped early with `--stop-after`, which
+`--resume` carries on to the full schedule.
+
+Only this module's `train_bundles` loads jax: the command line, the options and the run folders
+work without it.
 """
 
 from __future__ import annotations
@@ -17,24 +23,51 @@ import importlib.util
 import os
 import shutil
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
+from attngeom.bundles import RUN_JSON, write_attn_npz, write_geom_npz
 from attngeom.errors import InputError
-from attngeom.options import list_of, seed
+from attngeom.files import write_json_atomic
+from attngeom.options import list_of
+from attngeom.options import seed as seed_option
+from attngeom.training import data, runs
+from attngeom.training.config import PRESET_NAMES, TrainConfig, bits_per_char, preset
+from attngeom.variants import BUNDLES, PUBLISHED, TRAINABLE
+from attngeom.verify import run_verify
 
-BUNDLES = {"attngeom-qk": ("softmax", "yat_b"), "attngeom-goat": ("goat_v", "goat_nov")}
-DEFAULT_VARIANTS = ("softmax", "yat_b", "goat_v")
-PRESET_NAMES = ("paper", "smoke")  # attngeom.training.train.PRESETS, named here so the CLI starts without jax
+DEFAULT_VARIANTS = PUBLISHED
 DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
-CHECKPOINTS = "checkpoints"
+MAX_WINDOWS = 256
 
 
-def checkpoint_path(run_dir: Path, variant: str, seed: int) -> Path:
-    """Where a variant's latest checkpoint lives while its run is in progress."""
-    return run_dir / CHECKPOINTS / f"{variant}_s{seed}.npz"
+@dataclass(frozen=True)
+class Plan:
+    """What a rerun trains: the configuration, the variants and seeds, the preset it started from."""
+
+    cfg: TrainConfig
+    variants: tuple[str, ...]
+    seeds: tuple[int, ...]
+    preset: str
+
+    def manifest_config(self) -> dict:
+        """The manifest's `config`, from which `from_manifest` rebuilds the plan."""
+        return {
+            "preset": self.preset, "variants": list(self.variants), "seeds": list(self.seeds),
+            "train": asdict(self.cfg), "learning_rates": {v: self.cfg.lr_of(v) for v in self.variants},
+        }  # fmt: skip
+
+    @classmethod
+    def from_manifest(cls, config: dict, path: Path) -> Plan:
+        """The plan of the run at `path`, from its manifest's `config`."""
+        try:
+            cfg = TrainConfig.from_dict(config["train"])
+            return cls(cfg, tuple(config["variants"]), tuple(config["seeds"]), config["preset"])
+        except (TypeError, KeyError) as exc:
+            raise InputError(f"{path}: not a local rerun, or one of another version (manifest lacks {exc})") from exc
 
 
 def deterministic_device() -> None:
@@ -48,46 +81,56 @@ def deterministic_device() -> None:
     os.environ["XLA_FLAGS"] = " ".join(flags + [f for f in DETERMINISTIC_XLA_FLAGS if f not in flags])
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     os.environ["CUDA_VISIBLE_DEVICES"] = "0" if visible is None else visible.split(",")[0]
-    import jax
-
-    jax.config.update("jax_default_matmul_precision", "highest")
+    os.environ["JAX_DEFAULT_MATMUL_PRECISION"] = "highest"  # read when jax loads
+    if "jax" in sys.modules:  # loaded already (a caller in the same process): set it there too
+        sys.modules["jax"].config.update("jax_default_matmul_precision", "highest")
 
 
 def run_json(results: list, cfg) -> dict:
     """The original `yat_attention.json` of one bundle folder."""
-    from attngeom.training.train import bits_per_char
-
-    runs, summary = [], {}
+    records, summary = [], {}
     for r in results:
         record = {"variant": r.variant, "seed": r.seed, "best_val": r.best_val, "bpc": bits_per_char(r.best_val),
                   "curve": r.curve, "score_max": r.score_max}  # fmt: skip
         if r.b_LH is not None:
             record["b_learned"], record["eps_learned"] = r.b_LH.tolist(), r.eps_LH.tolist()
         record["telemetry_prompt"] = r.prompt
-        runs.append(record)
+        records.append(record)
     for variant in dict.fromkeys(r.variant for r in results):
         best = np.array([r.best_val for r in results if r.variant == variant])
         summary[variant] = {"best_val_mean": float(best.mean()), "best_val_std": float(best.std()),
                             "bpc_mean": bits_per_char(float(best.mean()))}  # fmt: skip
-    return {"summary": summary, "runs": runs, "cfg": cfg.original_cfg()}
+    return {"summary": summary, "runs": records, "cfg": cfg.original_cfg()}
 
 
 def write_result(folder: Path, result) -> None:
     """The attention maps and the final geometry of one model, in the original npz format."""
-    from attngeom.bundles import write_attn_npz, write_geom_npz
-
     stem = f"{result.variant}_s{result.seed}"
     write_attn_npz(folder / f"attn_{stem}.npz", result.tokens_T, {s: result.maps[s] for s in sorted(result.maps)})
     write_geom_npz(folder / f"geom_{stem}.npz", result.tokens_T, result.q_LHTD, result.k_LHTD, result.attn_LHTT)
+    write_windows_npz(folder / f"windows_{stem}.npz", result)
+
+
+def write_windows_npz(path: Path, result) -> None:
+    """`windows_{variant}_s{seed}.npz`: the maps on W windows at every telemetry step, q and k at the end.
+
+    `tokens_WT` (int32; window 0 is the bundle's fixed window), `steps` (int32), `attn_{step}`
+    (float16, W x L x H x T x T) per telemetry step, `q_WLHTD` and `k_WLHTD` (float16).
+    """
+    steps = sorted(result.window_maps)
+    np.savez_compressed(
+        path,
+        tokens_WT=np.asarray(result.windows_WT, dtype=np.int32),
+        steps=np.array(steps, dtype=np.int32),
+        **{f"attn_{s}": np.asarray(result.window_maps[s], dtype=np.float16) for s in steps},
+        q_WLHTD=np.asarray(result.q_WLHTD, dtype=np.float16),
+        k_WLHTD=np.asarray(result.k_WLHTD, dtype=np.float16),
+    )
 
 
 def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int, ...], quiet: bool) -> dict:
     """Train every requested variant and seed into its bundle folder; per-variant wall times."""
-    from tqdm import tqdm
-
-    from attngeom.training import train
-    from attngeom.bundles import RUN_JSON
-    from attngeom.files import write_json_atomic
+    from attngeom.training import train  # the one place jax is loaded: after `deterministic_device`
 
     walls = {}
     for bundle, members in BUNDLES.items():
@@ -111,8 +154,8 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
                     if not quiet:
                         bar.write(f"{variant} step {step}: val loss {val:.4f}")
 
-                checkpoint = checkpoint_path(run.path, variant, seed)
-                bar.update(train.checkpoint_step(checkpoint))
+                checkpoint = runs.checkpoint_path(run.path, variant, seed)
+                bar.update(runs.checkpoint_step(checkpoint, cfg.steps))
                 result = train.train_variant(variant, seed, cfg, corpus, on_steps=on_steps, on_eval=on_eval,
                                              checkpoint=checkpoint)  # fmt: skip
                 bar.close()
@@ -124,40 +167,65 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
     return walls
 
 
-def resume_run(path: Path):
-    """The incomplete run at `path`, its configuration, variants and seeds, its log cut to the checkpoints."""
-    from attngeom.training import runs, train
-    from attngeom.training.model import ModelConfig
+def resume_run(path: Path) -> tuple[runs.RunFolder, Plan]:
+    """The run at `path` reopened to continue, and its plan; its log cut to the checkpoints.
 
-    folder = runs.RunFolder.resume(path)
-    config = folder.manifest["config"]
+    An unfinished run continues as it was planned; a finished run stopped early is carried on to
+    the full schedule. A damaged checkpoint is refused before the manifest is touched.
+    """
+    folder = runs.RunFolder.reopen(path)
     try:
-        cfg = train.TrainConfig(**{**config["train"], "model": ModelConfig(**config["train"]["model"])})
-        variants, seeds, preset_name = tuple(config["variants"]), tuple(config["seeds"]), config["preset"]
-    except (TypeError, KeyError) as exc:
-        raise InputError(f"{path}: not a local rerun, or one of another version (manifest lacks {exc})") from exc
-    done = {(v, s): train.checkpoint_step(checkpoint_path(folder.path, v, s)) for s in seeds for v in variants}
+        plan = Plan.from_manifest(folder.manifest["config"], folder.path)
+        carry_on = folder.manifest["completed"] is True
+        if carry_on:
+            plan = replace(plan, cfg=replace(plan.cfg, stop_after=None))
+        done = {
+            (v, s): runs.checkpoint_step(runs.checkpoint_path(folder.path, v, s), plan.cfg.steps)
+            for s in plan.seeds
+            for v in plan.variants
+        }
+    except BaseException:
+        folder.release()
+        raise
+    folder.restart()
+    if carry_on:
+        folder.update(config=plan.manifest_config(), stopped_after=None)
     folder.trim_log(done)
-    for (variant, seed), step in done.items():
+    for (variant, s), step in done.items():
         if step:
-            print(f"{variant} seed {seed}: resuming after step {step}")
-    return folder, cfg, variants, seeds, preset_name
+            print(f"{variant} seed {s}: resuming after step {step}")
+    return folder, plan
 
 
-def options(args: argparse.Namespace):
-    """The training configuration, variants and seeds of a new run, checked."""
-    from attngeom.training import train
-
-    variants = args.variants
-    seeds = args.seeds or (args.seed,)
+def options(args: argparse.Namespace) -> Plan:
+    """The plan of a new run, checked."""
     if args.steps is not None and args.steps < 2:
         raise InputError("--steps: at least 2 (the maps at step 0 and after the last step)")
     if args.lr is not None and not args.lr > 0:
         raise InputError("--lr: must be positive")
-    cfg = train.preset(args.preset, steps=args.steps, lr=args.lr, stop_after=args.stop_after)
+    if args.windows is not None and not 1 <= args.windows <= MAX_WINDOWS:
+        raise InputError(f"--windows: from 1 to {MAX_WINDOWS} (the fixed window and W - 1 more)")
+    cfg = preset(args.preset, steps=args.steps, lr=args.lr, stop_after=args.stop_after, windows=args.windows)
     if cfg.stop_after is not None and not 0 < cfg.stop_after < cfg.steps - 1:
         raise InputError(f"--stop-after: a step from 1 to {cfg.steps - 2} (the schedule has {cfg.steps} steps)")
-    return cfg, variants, seeds
+    return Plan(cfg, args.variants, args.seeds or (args.seed,), args.preset)
+
+
+def train_and_judge(folder: runs.RunFolder, plan: Plan, corpus: data.Corpus, quiet: bool) -> int:
+    """Train into the run folder, verify, and only then mark it complete; verify's exit status."""
+    walls = train_bundles(folder, plan.cfg, corpus, plan.variants, plan.seeds, quiet)
+    folder.update(variant_wall_s=walls)
+    judged = tuple(v for v in PUBLISHED if v in plan.variants)
+    status, verified = 0, {}
+    if 0 in plan.seeds and judged:
+        status = run_verify(folder.path, out=folder.path / "report", variants=judged)  # the run's files say what it is
+        verified = {"verify_exit": status}
+    else:
+        print(f"verification skipped: the claims are about seed 0 of {', '.join(PUBLISHED)}, not trained here")
+    if plan.cfg.stop_after is None:  # a stopped run keeps them, to be carried on with --resume
+        shutil.rmtree(folder.path / runs.CHECKPOINTS, ignore_errors=True)
+    folder.complete(**verified)
+    return status
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,39 +233,23 @@ def run(args: argparse.Namespace) -> int:
     if args.backend != "local":
         raise InputError(f"backend {args.backend!r} is not run here; use `reproduce.sh {args.backend} ...`")
     deterministic_device()
-    from attngeom.training import data, runs
-    from attngeom.bundles import VARIANTS
-
     if args.resume:
-        folder, cfg, variants, seeds, preset_name = resume_run(args.resume)
+        folder, plan = resume_run(args.resume)
         corpus = data.load_corpus()
     else:
-        (cfg, variants, seeds), preset_name = options(args), args.preset
+        plan = options(args)
         corpus = data.load_corpus()
-        label = f"{preset_name}-s{'_'.join(map(str, seeds))}"
-        folder = runs.RunFolder(runs.new_run_dir(args.out, label), config={
-            "preset": preset_name, "variants": list(variants), "seeds": list(seeds),
-            "train": asdict(cfg), "learning_rates": {v: cfg.lr_of(v) for v in variants},
-        })  # fmt: skip
-        folder.update(stopped_after=cfg.stop_after)
+        label = f"{plan.preset}-s{'_'.join(map(str, plan.seeds))}"
+        folder = runs.RunFolder(runs.new_run_dir(args.out, label), config=plan.manifest_config())
+        folder.update(stopped_after=plan.cfg.stop_after, windows=plan.cfg.windows)
     print(f"run folder: {folder.path}")
     try:
-        walls = train_bundles(folder, cfg, corpus, variants, seeds, args.quiet)
+        return train_and_judge(folder, plan, corpus, args.quiet)
     except BaseException as exc:
         folder.fail(exc)
         raise
-    if cfg.stop_after is None:  # a stopped run keeps them, to be carried on with --resume
-        shutil.rmtree(folder.path / CHECKPOINTS, ignore_errors=True)
-    folder.complete(variant_wall_s=walls)
-    judged = tuple(v for v in VARIANTS if v in variants)
-    if 0 not in seeds or not judged:
-        print(f"verification skipped: the claims are about seed 0 of {', '.join(VARIANTS)}, not trained here")
-        return 0
-    from attngeom.verify import run_verify
-
-    status = run_verify(folder.path, out=folder.path / "report", variants=judged)  # the run's files say what it is
-    folder.complete(verify_exit=status)
-    return status
+    finally:
+        folder.release()
 
 
 def register(subparsers) -> None:
@@ -209,12 +261,22 @@ def register(subparsers) -> None:
                    help="paper: the original runs (12,000 steps); smoke: a tiny check (minutes on a CPU)")  # fmt: skip
     p.add_argument("--out", type=Path, help="the run folder, new or empty (default: runs/<time>-<preset>-s<seed>)")
     p.add_argument("--steps", type=int, help="training steps (telemetry at 0, steps/10, steps/2, steps-1)")
-    p.add_argument("--stop-after", type=int, metavar="STEP",
-                   help="stop after this step of the schedule (telemetry steps up to it are recorded)")
-    p.add_argument("--seed", type=seed, default=0, help="the seed (default 0, the published runs)")
-    p.add_argument("--seeds", type=list_of(seed), help="several seeds, comma-separated (overrides --seed)")
-    p.add_argument("--variants", type=list_of(str, [v for members in BUNDLES.values() for v in members], "variant"),
-                   default=DEFAULT_VARIANTS, help=f"comma-separated (default: {','.join(DEFAULT_VARIANTS)})")
+    p.add_argument(
+        "--stop-after",
+        type=int,
+        metavar="STEP",
+        help="stop after this step of the schedule (telemetry steps up to it are recorded)",
+    )
+    p.add_argument("--seed", type=seed_option, default=0, help="the seed (default 0, the published runs)")
+    p.add_argument("--seeds", type=list_of(seed_option), help="several seeds, comma-separated (overrides --seed)")
+    p.add_argument(
+        "--variants",
+        type=list_of(str, TRAINABLE, "variant"),
+        default=DEFAULT_VARIANTS,
+        help=f"comma-separated (default: {','.join(DEFAULT_VARIANTS)})",
+    )
+    p.add_argument("--windows", type=int, metavar="W",
+                   help="record the maps on W windows of the validation text too, the fixed one first (default 16)")  # fmt: skip
     p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
     p.add_argument("--resume", type=Path, metavar="RUN",
                    help="continue an interrupted run folder from its checkpoints (its own options are used)")  # fmt: skip

@@ -5,47 +5,121 @@ A run folder holds the bundles, `train_log.jsonl` (one line per training step) a
 rewritten (atomically) with `completed: true` and the sha256 of every file once everything is
 in place; a run that is interrupted, killed or crashes keeps `completed: false` (or records the
 error), and `require_complete` refuses it. `RunFolder.resume` reopens such a run to continue it.
+
+One process at a time owns a run folder: it holds an exclusive lock on the folder's `.lock`
+file (which names its process id) while it works, and the kernel releases the lock when the
+process ends, however it ends. While training, each variant keeps a checkpoint in
+`checkpoints/`; `read_checkpoint` reads every byte of one before it is trusted.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
 import sys
 import time
+import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
 from attngeom.errors import InputError
-from attngeom.files import git_commit, sha256_file, versions, write_atomic, write_json_atomic
+from attngeom.files import atomic_file, git_commit, sha256_file, versions, write_atomic, write_json_atomic
 
 MANIFEST = "manifest.json"
 TRAIN_LOG = "train_log.jsonl"
+LOCK = ".lock"
+CHECKPOINTS = "checkpoints"
 RUNS_DIR = Path("runs")
+CHECKPOINT_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 
 
 def file_hashes(root: Path) -> dict[str, str]:
-    """sha256 of every file under `root` but the manifest, by POSIX path relative to `root`."""
+    """sha256 of every file under `root` but the manifest and the lock, by POSIX path relative to `root`."""
     return {
         p.relative_to(root).as_posix(): sha256_file(p)
         for p in sorted(root.rglob("*"))
-        if p.is_file() and p.relative_to(root).as_posix() != MANIFEST
+        if p.is_file() and p.relative_to(root).as_posix() not in (MANIFEST, LOCK)
     }
 
 
 def new_run_dir(out: Path | None, label: str, runs_dir: Path = RUNS_DIR) -> Path:
-    """Create an empty run folder: `out`, else `runs_dir/<UTC time>-<label>`; never reuse one."""
-    path = Path(out) if out is not None else runs_dir / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{label}"
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise InputError(f"{path}: already exists and is not empty; a run is never written over, choose a new --out")
+    """Create an empty run folder: `out`, else a new `runs_dir/<UTC time>-<label>[-n]`; never reuse one."""
     try:
+        if out is None:
+            runs_dir.mkdir(parents=True, exist_ok=True)
+            stem = runs_dir / f"{datetime.now(timezone.utc):%Y%m%d-%H%M%S}-{label}"
+            for n in range(1, 1000):  # mkdir is atomic: of two runs started in the same second, each gets its own
+                path = stem if n == 1 else stem.with_name(f"{stem.name}-{n}")
+                try:
+                    path.mkdir()
+                    return path
+                except FileExistsError:
+                    continue
+            raise InputError(f"{runs_dir}: too many runs named {stem.name}; choose an --out")
+        path = Path(out)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise InputError(
+                f"{path}: already exists and is not empty; a run is never written over, choose a new --out"
+            )
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"{path}: cannot create the run folder ({exc.strerror})") from exc
+        raise InputError(f"{exc.filename}: cannot create the run folder ({exc.strerror})") from exc
     return path
+
+
+def claim(path: Path) -> int:
+    """Lock a run folder for this process (an open descriptor, held until closed or the process ends)."""
+    lock = Path(path) / LOCK
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise InputError(f"{lock}: cannot lock the run folder ({exc.strerror})") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        owner = os.read(fd, 32).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        raise InputError(f"{path}: in use by another run (process {owner}); wait for it to end") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def checkpoint_path(run_dir: Path, variant: str, seed: int) -> Path:
+    """Where a variant's latest checkpoint lives while its run is in progress."""
+    return Path(run_dir) / CHECKPOINTS / f"{variant}_s{seed}.npz"
+
+
+def write_checkpoint(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """A checkpoint's named arrays, written atomically (tmp + rename)."""
+    with atomic_file(path) as f:
+        np.savez(f, **arrays)
+
+
+def read_checkpoint(path: Path, steps: int) -> dict[str, np.ndarray]:
+    """Every array of a checkpoint, each read in full (a damaged byte fails its CRC), `done` and `losses` checked."""
+    unusable = f"{path}: unusable checkpoint"
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+    except CHECKPOINT_ERRORS as exc:
+        raise InputError(f"{unusable} ({type(exc).__name__}); delete it to restart that variant") from exc
+    done = arrays.get("done")
+    if done is None or done.shape != () or done.dtype.kind not in "iu" or not 0 < done <= steps:
+        raise InputError(f"{unusable} (its step count is not from 1 to {steps}); delete it to restart that variant")
+    losses = arrays.get("losses")
+    if losses is None or losses.shape != (int(done),) or not np.isfinite(losses).all():
+        raise InputError(f"{unusable} (not {int(done)} finite losses); delete it to restart that variant")
+    return arrays
+
+
+def checkpoint_step(path: Path, steps: int) -> int:
+    """Completed steps in a checkpoint, 0 if there is none; a damaged one is an InputError."""
+    return int(read_checkpoint(path, steps)["done"]) if os.path.lexists(path) else 0
 
 
 def environment() -> dict:
@@ -69,7 +143,12 @@ class RunFolder:
     """A run in progress: its manifest, its training log and its completion."""
 
     def __init__(self, path: Path, config: dict):
+        """Claim the new run folder `path` and write its first manifest."""
         self.path = Path(path)
+        self.lock = claim(self.path)
+        if (self.path / MANIFEST).exists():
+            self.release()
+            raise InputError(f"{self.path}: already holds a run; a run is never written over, choose a new --out")
         self.started = time.perf_counter()
         self.manifest = {
             "completed": False,
@@ -82,24 +161,40 @@ class RunFolder:
         write_json_atomic(self.path / MANIFEST, self.manifest)
 
     @classmethod
-    def resume(cls, path: Path) -> RunFolder:
-        """Reopen an incomplete run to continue it; a finished run or a folder without manifest is refused."""
-        manifest_path = Path(path) / MANIFEST
-        unreadable = f"{manifest_path}: missing or unreadable run manifest; only a run folder can be resumed"
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(unreadable) from exc
-        if not isinstance(manifest, dict) or "config" not in manifest:
-            raise InputError(unreadable)
-        if manifest.get("completed") is not False:
-            raise InputError(f"{path}: this run already completed; nothing to resume (start a new run with --out)")
+    def reopen(cls, path: Path) -> RunFolder:
+        """Claim a run to continue it, writing nothing yet: one that did not complete, or one stopped early.
+
+        A finished full run, a folder without manifest or a run another process holds is refused.
+        """
+        _resumable(path)
         run = cls.__new__(cls)
-        run.path, run.started, run.manifest = Path(path), time.perf_counter(), manifest
-        resumed = [*manifest.get("resumed_utc", []), datetime.now(timezone.utc).isoformat(timespec="seconds")]
-        manifest.pop("error", None)
-        run.update(resumed_utc=resumed)
+        run.path, run.lock = Path(path), claim(path)
+        try:
+            run.manifest = _resumable(path)  # read again under the lock: another run may have finished it
+        except InputError:
+            run.release()
+            raise
+        run.started = time.perf_counter()
         return run
+
+    @classmethod
+    def resume(cls, path: Path) -> RunFolder:
+        """`reopen` and `restart`."""
+        run = cls.reopen(path)
+        run.restart()
+        return run
+
+    def restart(self) -> None:
+        """Mark the run incomplete again and in progress: the earlier error is cleared, the restart recorded."""
+        resumed = [*self.manifest.get("resumed_utc", []), datetime.now(timezone.utc).isoformat(timespec="seconds")]
+        self.manifest.pop("error", None)
+        self.update(completed=False, resumed_utc=resumed)
+
+    def release(self) -> None:
+        """Give up the claim on the folder (the end of the process does it too)."""
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
 
     def trim_log(self, kept: dict[tuple[str, int], int]) -> None:
         """Keep only the logged steps below `kept[(variant, seed)]`: those a resumed run will not redo."""
@@ -139,6 +234,21 @@ class RunFolder:
             wall_s=round(time.perf_counter() - self.started, 3),
             files=file_hashes(self.path),
         )
+
+
+def _resumable(path: Path) -> dict:
+    """The manifest of a run that can be continued; else InputError."""
+    manifest_path = Path(path) / MANIFEST
+    unreadable = f"{manifest_path}: missing or unreadable run manifest; only a run folder can be resumed"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(unreadable) from exc
+    if not isinstance(manifest, dict) or "config" not in manifest:
+        raise InputError(unreadable)
+    if manifest.get("completed") is not False and manifest.get("stopped_after") is None:
+        raise InputError(f"{path}: this run already completed; nothing to resume (start a new run with --out)")
+    return manifest
 
 
 def require_complete(path: Path) -> dict:

@@ -7,18 +7,20 @@ are those of the per-step loop. Chunks end at every evaluation and telemetry ste
 shorter than `chunk` is padded with inactive steps that `lax.cond` skips, so each variant
 compiles one step function, whatever the step count.
 
-With a checkpoint path, the state (parameters, optimiser, dropout rng keys and counters) and
-everything recorded so far are saved after every evaluation, and training continues from a saved
-checkpoint: the batches of a step depend only on the step, so the result is that of an
-uninterrupted run.
+With a checkpoint path, the `Progress` (parameters, optimiser, dropout rng keys and counters,
+each stored under its tree path, and everything recorded so far) is saved after every evaluation
+and at the stop of a run stopped early, and training continues from a saved checkpoint: the
+batches of a step depend only on the step, so the result is that of an uninterrupted run.
+
+At every telemetry step the maps are taken on the fixed window (the bundles) and, with one
+vmapped probe, on W windows (the fixed one first).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
@@ -27,67 +29,11 @@ import numpy as np
 import optax
 from flax import nnx
 
-from attngeom.training import data
 from attngeom.errors import InputError
-from attngeom.files import atomic_file
-from attngeom.training.model import ModelConfig, build
-
-# The original per-variant rates; goat_nov's is not recorded and is taken to be goat_v's.
-LEARNING_RATES = {"softmax": 3e-4, "yat_b": 3e-3, "goat_v": 3e-2, "goat_nov": 3e-2}
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Everything a run depends on besides the variant and the seed (paper preset by default)."""
-
-    model: ModelConfig = field(default_factory=ModelConfig)
-    batch: int = 64
-    steps: int = 12_000
-    eval_every: int = 500
-    val_batches: int = 16
-    weight_decay: float = 0.01
-    lr: float | None = None  # one learning rate for every variant, else LEARNING_RATES
-    chunk: int = 50
-    stop_after: int | None = None  # the last step trained: the first part of the schedule, else all of it
-
-    def steps_done(self) -> int:
-        """How many steps a run of this configuration trains."""
-        return self.steps if self.stop_after is None else self.stop_after + 1
-
-    def lr_of(self, variant: str) -> float:
-        return self.lr if self.lr is not None else LEARNING_RATES[variant]
-
-    def telemetry_steps(self) -> tuple[int, ...]:
-        """0 (before any update), steps//10, steps//2, steps-1 (after that step's update)."""
-        return tuple(sorted({0, self.steps // 10, self.steps // 2, self.steps - 1}))
-
-    def eval_points(self) -> tuple[int, ...]:
-        """Numbers of completed steps after which the validation loss is measured."""
-        return tuple(sorted({*range(self.eval_every, self.steps + 1, self.eval_every), self.steps}))
-
-    def original_cfg(self) -> dict:
-        """The `cfg` record of the original run JSON."""
-        m, lr = self.model, self.lr if self.lr is not None else LEARNING_RATES["softmax"]
-        cfg = {
-            "D": m.d_model, "LAYERS": m.layers, "HEADS": m.heads, "T": m.seq_len, "FF": m.d_ff,
-            "BATCH": self.batch, "STEPS": self.steps, "LR": lr, "DROP": m.dropout,
-            "EVAL_EVERY": self.eval_every, "VAL_BATCHES": self.val_batches,
-        }  # fmt: skip
-        return cfg if self.stop_after is None else {**cfg, "STOPPED_AFTER": self.stop_after}
-
-
-PRESETS = {
-    "paper": TrainConfig(),
-    "smoke": TrainConfig(
-        model=ModelConfig(d_model=32, layers=6, heads=4, seq_len=32, d_ff=64),
-        batch=8, steps=60, eval_every=20, val_batches=2, chunk=20,
-    ),
-}  # fmt: skip
-
-
-def preset(name: str, **overrides) -> TrainConfig:
-    """A preset with some fields replaced (None values are ignored)."""
-    return replace(PRESETS[name], **{k: v for k, v in overrides.items() if v is not None})
+from attngeom.training import data, runs
+from attngeom.training.config import PRESETS, TrainConfig, preset  # noqa: F401 - the presets, for the benchmarks
+from attngeom.training.model import build
+from attngeom.variants import variant as variant_spec
 
 
 @dataclass
@@ -102,6 +48,10 @@ class RunResult:
     tokens_T: np.ndarray
     prompt: str  # the window's text
     maps: dict[int, np.ndarray]  # telemetry step -> attn_LHTT
+    windows_WT: np.ndarray  # the fixed window and the more windows
+    window_maps: dict[int, np.ndarray]  # telemetry step -> attn_WLHTT
+    q_WLHTD: np.ndarray  # on every window, at the end of the run
+    k_WLHTD: np.ndarray
     q_LHTD: np.ndarray
     k_LHTD: np.ndarray
     attn_LHTT: np.ndarray
@@ -138,38 +88,46 @@ def make_step(graphdef: nnx.GraphDef, tx: optax.GradientTransformation) -> Calla
 
 
 def make_chunk(step: Callable) -> Callable:
-    """`step` scanned over a chunk of batches (K, B, T); inactive (padding) steps change nothing."""
+    """`step` scanned over a chunk of batches (I, B, T); inactive (padding) steps change nothing."""
 
-    def run(state, x_KBT, y_KBT, active_K):
+    def run(state, x_IBT, y_IBT, active_I):
         def body(carry, inputs):
             x_BT, y_BT, active = inputs
-            skip = lambda s: (s, jnp.zeros((), jnp.float32))  # noqa: E731
+            skip = lambda s: (s, jnp.zeros((), jnp.float32))
             return jax.lax.cond(active, lambda s: step(s, x_BT, y_BT), skip, carry)
 
-        return jax.lax.scan(body, state, (x_KBT, y_KBT, active_K))
+        return jax.lax.scan(body, state, (x_IBT, y_IBT, active_I))
 
     return jax.jit(run, donate_argnums=0)
 
 
-def make_probe(graphdef: nnx.GraphDef) -> Callable:
-    """Eval-mode q, k (L, H, T, Dh) and weights (L, H, T, T) on one window."""
-
+def _probe(graphdef: nnx.GraphDef) -> Callable:
     def probe(params, rest, tokens_T):
         _, p = nnx.merge(graphdef, params, rest).forward(tokens_T[None])
         return p["q"][:, 0], p["k"][:, 0], p["attn"][:, 0]
 
-    return jax.jit(probe)
+    return probe
+
+
+def make_probe(graphdef: nnx.GraphDef) -> Callable:
+    """Eval-mode q, k (L, H, T, Dh) and weights (L, H, T, T) on one window."""
+    return jax.jit(_probe(graphdef))
+
+
+def make_window_probe(graphdef: nnx.GraphDef) -> Callable:
+    """`make_probe` on each of W windows at once: q, k (W, L, H, T, Dh) and weights (W, L, H, T, T)."""
+    return jax.jit(jax.vmap(_probe(graphdef), in_axes=(None, None, 0)))
 
 
 def make_eval(graphdef: nnx.GraphDef) -> Callable:
-    """Eval-mode loss of each validation batch (N,) and each layer's largest raw score (N, L)."""
+    """Eval-mode loss of each validation batch (E,) and each layer's largest raw score (E, L)."""
 
-    def evaluate(params, rest, x_NBT, y_NBT):
+    def evaluate(params, rest, x_EBT, y_EBT):
         def one(xy):
             logits, p = nnx.merge(graphdef, params, rest).forward(xy[0])
             return optax.softmax_cross_entropy_with_integer_labels(logits, xy[1]).mean(), p["score_max"]
 
-        return jax.lax.map(one, (x_NBT, y_NBT))
+        return jax.lax.map(one, (x_EBT, y_EBT))
 
     return jax.jit(evaluate)
 
@@ -184,12 +142,15 @@ def init_state(variant: str, cfg: TrainConfig, seed: int):
     return graphdef, eval_graphdef, tx, (params, rest, tx.init(params))
 
 
-def chunk_plan(cfg: TrainConfig) -> list[tuple[int, int]]:
-    """(first step, number of steps) of each device call; chunks end at every event and at the stop."""
+def chunk_plan(cfg: TrainConfig, start: int = 0) -> list[tuple[int, int]]:
+    """(first step, number of steps) of each device call from `start` on; chunks end at every event and at the stop.
+
+    Where the chunks begin and end changes no result: every step runs the same compiled step function.
+    """
     last = cfg.steps_done()
     ends = sorted({s + 1 for s in cfg.telemetry_steps() if s > 0} | set(cfg.eval_points()) | {last})
-    ends = [end for end in ends if end <= last]
-    plan, start = [], 0
+    ends = [end for end in ends if start < end <= last]
+    plan = []
     for end in ends:
         for first in range(start, end, cfg.chunk):
             plan.append((first, min(cfg.chunk, end - first)))
@@ -198,9 +159,28 @@ def chunk_plan(cfg: TrainConfig) -> list[tuple[int, int]]:
 
 
 def chunk_batches(corpus: data.Corpus, cfg: TrainConfig, seed: int, first: int, n: int):
-    x_KBT, y_KBT = data.train_batches(corpus, seed, range(first, first + n), cfg.batch, cfg.model.seq_len)
+    x_IBT, y_IBT = data.train_batches(corpus, seed, range(first, first + n), cfg.batch, cfg.model.seq_len)
     pad = ((0, cfg.chunk - n), (0, 0), (0, 0))
-    return np.pad(x_KBT, pad), np.pad(y_KBT, pad), np.arange(cfg.chunk) < n
+    return np.pad(x_IBT, pad), np.pad(y_IBT, pad), np.arange(cfg.chunk) < n
+
+
+@dataclass
+class Progress:
+    """A variant's training after `done` steps: its state and everything recorded so far."""
+
+    state: tuple  # (params, rest, opt_state): parameters, dropout rngs and counters, optimiser
+    done: int
+    losses: np.ndarray  # (steps,) training loss of each step, zero from `done` on
+    curve: list[dict]  # {"step", "val"} of each evaluation
+    score_max: list[float]  # per validation batch and layer, at the last evaluation
+    maps: dict[int, np.ndarray]  # telemetry step -> attn_LHTT on the fixed window
+    window_maps: dict[int, np.ndarray]  # telemetry step -> attn_WLHTT on every window
+
+
+def _named_leaves(state) -> list[tuple[str, jax.Array]]:
+    """Each leaf of a state with its tree path ("state/0/blocks/0/attn/b_raw"): the checkpoint's names."""
+    leaves = jax.tree_util.tree_leaves_with_path(state)
+    return [("state/" + jax.tree_util.keystr(path, simple=True, separator="/"), leaf) for path, leaf in leaves]
 
 
 def _leaf_to_numpy(leaf: jax.Array) -> np.ndarray:
@@ -208,50 +188,45 @@ def _leaf_to_numpy(leaf: jax.Array) -> np.ndarray:
     return np.asarray(jax.random.key_data(leaf) if is_key else leaf)
 
 
-def save_checkpoint(path: Path, state, done: int, losses: np.ndarray, curve: list[dict],
-                    score_max: list[float], maps: dict[int, np.ndarray]) -> None:  # fmt: skip
-    """Everything needed to continue after `done` steps, written atomically (tmp + rename)."""
-    leaves = {f"leaf_{i}": _leaf_to_numpy(leaf) for i, leaf in enumerate(jax.tree.leaves(state))}
-    with atomic_file(path) as f:
-        np.savez(f, done=done, losses=losses[:done], curve_step=np.array([p["step"] for p in curve]),
-                 curve_val=np.array([p["val"] for p in curve], np.float64),
-                 score_max=np.array(score_max, np.float64), map_steps=np.array(sorted(maps)),
-                 **{f"map_{s}": maps[s] for s in maps}, **leaves)  # fmt: skip
+def save_checkpoint(path: Path, progress: Progress) -> None:
+    """Everything needed to continue after `progress.done` steps, written atomically (tmp + rename)."""
+    p = progress
+    runs.write_checkpoint(path, {
+        "done": np.array(p.done), "losses": p.losses[: p.done],
+        "curve_step": np.array([c["step"] for c in p.curve], np.int64),
+        "curve_val": np.array([c["val"] for c in p.curve], np.float64),
+        "score_max": np.array(p.score_max, np.float64), "map_steps": np.array(sorted(p.maps), np.int64),
+        **{f"map_{s}": m for s, m in p.maps.items()},
+        "window_steps": np.array(sorted(p.window_maps), np.int64),
+        **{f"windows_{s}": m for s, m in p.window_maps.items()},
+        **{name: _leaf_to_numpy(leaf) for name, leaf in _named_leaves(p.state)},
+    })  # fmt: skip
 
 
-def checkpoint_step(path: Path) -> int:
-    """Completed steps in a checkpoint, 0 if there is none."""
-    if not path.is_file():
-        return 0
+def load_checkpoint(path: Path, like_state, steps: int) -> Progress:
+    """The progress `save_checkpoint` wrote; `like_state` gives the structure, names and shapes."""
+    z = runs.read_checkpoint(path, steps)
+    like = _named_leaves(like_state)
+    another = InputError(f"{path}: checkpoint of another configuration; delete it to restart that variant")
+    if any(name not in z or z[name].shape != np.shape(_leaf_to_numpy(x)) for name, x in like):
+        raise another
     try:
-        with np.load(path) as z:
-            return int(z["done"])
-    except (OSError, ValueError, KeyError) as exc:
-        raise InputError(f"{path}: unreadable checkpoint ({type(exc).__name__}); delete it to restart that variant") from exc
-
-
-def load_checkpoint(path: Path, like_state, steps: int):
-    """(state, done, losses, curve, score_max, maps) from `save_checkpoint`; `like_state` gives the structure."""
-    like, treedef = jax.tree.flatten(like_state)
-    try:
-        with np.load(path) as z:
-            stored = [z[f"leaf_{i}"] for i in range(len(like))]
-            done, logged = int(z["done"]), z["losses"]
-            curve = [{"step": int(s), "val": float(v)} for s, v in zip(z["curve_step"], z["curve_val"])]
-            score_max, maps = z["score_max"].tolist(), {int(s): z[f"map_{s}"] for s in z["map_steps"]}
-    except (OSError, ValueError, KeyError) as exc:
-        raise InputError(f"{path}: unreadable checkpoint ({type(exc).__name__}); delete it to restart that variant") from exc
-    if [a.shape for a in stored] != [np.shape(_leaf_to_numpy(x)) for x in like] or done > steps:
-        raise InputError(f"{path}: checkpoint of another configuration; delete it to restart that variant")
+        maps = {int(s): z[f"map_{s}"] for s in z["map_steps"]}
+        window_maps = {int(s): z[f"windows_{s}"] for s in z["window_steps"]}
+    except KeyError:
+        raise another from None
     leaves = [
-        jax.random.wrap_key_data(a, impl=jax.random.key_impl(x))
+        jax.random.wrap_key_data(z[name], impl=jax.random.key_impl(x))
         if jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
-        else jnp.asarray(a, dtype=x.dtype)
-        for a, x in zip(stored, like)
+        else jnp.asarray(z[name], dtype=x.dtype)
+        for name, x in like
     ]
+    done = int(z["done"])
     losses = np.zeros(steps, np.float32)
-    losses[:done] = logged
-    return jax.tree.unflatten(treedef, leaves), done, losses, curve, score_max, maps
+    losses[:done] = z["losses"]
+    curve = [{"step": int(s), "val": float(v)} for s, v in zip(z["curve_step"], z["curve_val"])]
+    state = jax.tree.unflatten(jax.tree.structure(like_state), leaves)
+    return Progress(state, done, losses, curve, z["score_max"].tolist(), maps, window_maps)
 
 
 def train_variant(
@@ -265,60 +240,59 @@ def train_variant(
 ) -> RunResult:
     """Train one variant; `on_steps(first_step, losses)` after each chunk, `on_eval(step, val)`.
 
-    With `checkpoint`, continue from it if it exists and save it after every evaluation.
+    With `checkpoint`, continue from it if it exists and save it after every evaluation and at the stop.
     """
     t0 = time.perf_counter()
     graphdef, eval_graphdef, tx, state = init_state(variant, cfg, seed)
     run_chunk = make_chunk(make_step(graphdef, tx))
     probe, evaluate = make_probe(eval_graphdef), make_eval(eval_graphdef)
+    window_probe = make_window_probe(eval_graphdef)
     window_T = data.telemetry_window(corpus, cfg.model.seq_len)
+    windows_WT = data.telemetry_windows(corpus, cfg.model.seq_len, cfg.windows)
     val_x, val_y = data.val_batches(corpus, cfg.val_batches, cfg.batch, cfg.model.seq_len)
     telemetry = set(cfg.telemetry_steps())
 
-    def snapshot(state) -> np.ndarray:
-        return np.asarray(probe(state[0], state[1], window_T)[2], dtype=np.float16)
+    def snapshot(p: Progress, step: int) -> None:
+        p.maps[step] = np.asarray(probe(p.state[0], p.state[1], window_T)[2], dtype=np.float16)
+        p.window_maps[step] = np.asarray(window_probe(p.state[0], p.state[1], windows_WT)[2], dtype=np.float16)
 
-    if checkpoint is not None and checkpoint.is_file():
-        state, start, losses, curve, score_max, maps = load_checkpoint(checkpoint, state, cfg.steps)
+    if checkpoint is not None and checkpoint.exists():
+        p = load_checkpoint(checkpoint, state, cfg.steps)
     else:
-        start, losses, curve, score_max, maps = 0, np.zeros(cfg.steps, np.float32), [], [], {0: snapshot(state)}
-    plan = [(first, n) for first, n in chunk_plan(cfg) if first >= start]
+        p = Progress(state, 0, np.zeros(cfg.steps, np.float32), [], [], {}, {})
+        snapshot(p, 0)
+    plan = chunk_plan(cfg, start=p.done)
     batches: Iterator = (chunk_batches(corpus, cfg, seed, first, n) for first, n in plan)
     upcoming = next(batches, None)
     for first, n in plan:
-        state, loss_K = run_chunk(state, *upcoming)
+        p.state, loss_I = run_chunk(p.state, *upcoming)
         upcoming = next(batches, None)  # drawn on the host while the device works
-        losses[first : first + n] = np.asarray(loss_K)[:n]
-        if not np.isfinite(losses[first : first + n]).all():
-            bad = first + int(np.argmin(np.isfinite(losses[first : first + n])))
+        losses_I = p.losses[first : first + n] = np.asarray(loss_I)[:n]
+        if not np.isfinite(losses_I).all():
+            bad = first + int(np.argmin(np.isfinite(losses_I)))
             raise InputError(f"{variant} seed {seed}: training loss not finite at step {bad}; try a smaller --lr")
-        on_steps(first, losses[first : first + n])
-        done = first + n
-        if done - 1 in telemetry and done > 1:
-            maps[done - 1] = snapshot(state)
-        if done in cfg.eval_points():
-            val_N, smax_NL = evaluate(state[0], state[1], val_x, val_y)
-            curve.append({"step": done, "val": float(np.mean(np.asarray(val_N, dtype=np.float64)))})
-            score_max = np.asarray(smax_NL, dtype=np.float64).ravel().tolist()
-            on_eval(done, curve[-1]["val"])
-            if checkpoint is not None:
-                save_checkpoint(checkpoint, state, done, losses, curve, score_max, maps)
-    done = cfg.steps_done()
-    if checkpoint is not None and done < cfg.steps and done not in cfg.eval_points():
-        save_checkpoint(checkpoint, state, done, losses, curve, score_max, maps)  # to carry on later
+        on_steps(first, losses_I)
+        p.done = first + n
+        if p.done - 1 in telemetry and p.done > 1:
+            snapshot(p, p.done - 1)
+        if p.done in cfg.eval_points():
+            val_E, smax_EL = evaluate(p.state[0], p.state[1], val_x, val_y)
+            p.curve.append({"step": p.done, "val": float(np.mean(np.asarray(val_E, dtype=np.float64)))})
+            p.score_max = np.asarray(smax_EL, dtype=np.float64).ravel().tolist()
+            on_eval(p.done, p.curve[-1]["val"])
+        if checkpoint is not None and (p.done in cfg.eval_points() or p.done == cfg.steps_done()):
+            save_checkpoint(checkpoint, p)  # at the stop of a stopped run too, to carry it on later
+    state, done = p.state, p.done
     q, k, attn = (np.asarray(a, dtype=np.float16) for a in probe(state[0], state[1], window_T))
+    q_WLHTD, k_WLHTD, _ = (np.asarray(a, dtype=np.float16) for a in window_probe(state[0], state[1], windows_WT))
     b_LH = eps_LH = None
-    if variant != "softmax":
+    if variant_spec(variant).kernel:
         scalars = nnx.merge(graphdef, state[0], state[1]).kernel_scalars()
         b_LH, eps_LH = (np.asarray(a, dtype=np.float64) for a in scalars)
     return RunResult(
-        variant=variant, seed=seed, lr=cfg.lr_of(variant), losses=losses[:done], curve=curve, tokens_T=window_T,
+        variant=variant, seed=seed, lr=cfg.lr_of(variant), losses=p.losses[:done], curve=p.curve, tokens_T=window_T,
         prompt=corpus.decode(window_T),
-        maps=maps, q_LHTD=q, k_LHTD=k, attn_LHTT=attn, score_max=score_max,
+        maps=p.maps, q_LHTD=q, k_LHTD=k, attn_LHTT=attn, score_max=p.score_max,
+        windows_WT=windows_WT, window_maps=p.window_maps, q_WLHTD=q_WLHTD, k_WLHTD=k_WLHTD,
         b_LH=b_LH, eps_LH=eps_LH, wall_s=time.perf_counter() - t0,
     )  # fmt: skip
-
-
-def bits_per_char(nats: float) -> float:
-    """Loss in bits per character."""
-    return nats / math.log(2)

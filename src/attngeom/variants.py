@@ -1,0 +1,58 @@
+"""The attention variants of the original runs: one frozen record each, read by everything else.
+
+The bundle reader (mask rule, which runs carry learned kernel scalars), the model (which
+projections a variant has, its score), the trainer (learning rates), the local rerun (which bundle
+folder holds which variant), the figures (labels) and the Kaggle kernel definitions all take
+their facts from `VARIANTS_TABLE`; adding a variant is one line here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One attention variant of the original script."""
+
+    name: str
+    strict_mask: bool  # row i sees keys j < i (else j <= i)
+    kernel: bool  # the Yat kernel (q.k + b)^2 / (|q - k|^2 + eps), else softmax of scaled dot products
+    qk_proj: bool  # q and k are learned projections (else the raw head slices of LN1(x))
+    v_residual: bool  # v is a learned projection of the residual stream (else v = q)
+    lr: float | None  # the original learning rate; None: not trained here
+    bundle: str | None  # the bundle folder a rerun writes it into; None: not trained here
+    label: str  # how figures name it
+
+
+# goat_nov's rate is not recorded and is taken to be goat_v's; yat (fixed b = 0, eps = 1) is only read.
+VARIANTS_TABLE = (
+    Variant("softmax", strict_mask=False, kernel=False, qk_proj=True, v_residual=True, lr=3e-4, bundle="attngeom-qk", label="softmax"),
+    Variant("yat_b", strict_mask=False, kernel=True, qk_proj=True, v_residual=True, lr=3e-3, bundle="attngeom-qk", label="Yat kernel"),
+    Variant("goat_v", strict_mask=True, kernel=True, qk_proj=False, v_residual=True, lr=3e-2, bundle="attngeom-goat", label="GOAT"),
+    Variant("goat_nov", strict_mask=True, kernel=True, qk_proj=False, v_residual=False, lr=3e-2, bundle="attngeom-goat", label="GOAT, v = q"),
+    Variant("yat", strict_mask=False, kernel=True, qk_proj=True, v_residual=True, lr=None, bundle=None, label="Yat kernel, fixed b and eps"),
+)  # fmt: skip
+# The variants the published claims are about.
+PUBLISHED = ("softmax", "yat_b", "goat_v")
+_BY_NAME = {v.name: v for v in VARIANTS_TABLE}
+TRAINABLE = tuple(v.name for v in VARIANTS_TABLE if v.bundle is not None)
+# bundle folder -> the variants a rerun writes into it
+BUNDLES = {
+    b: tuple(v.name for v in VARIANTS_TABLE if v.bundle == b)
+    for b in dict.fromkeys(v.bundle for v in VARIANTS_TABLE)
+    if b is not None
+}
+
+
+def variant(name: str) -> Variant:
+    """The record of a variant; an unknown name is a ValueError that lists the known ones."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"unknown variant {name!r}; known: {', '.join(_BY_NAME)}") from None
+
+
+def find(name: str) -> Variant | None:
+    """The record of a variant, None for a name the table lacks (a bundle may hold one)."""
+    return _BY_NAME.get(name)
