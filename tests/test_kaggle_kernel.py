@@ -86,7 +86,8 @@ def test_source_archive_is_reproducible_and_carries_the_package_and_lock():
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
         names = set(tar.getnames())
         lock = tar.extractfile("requirements.lock").read()
-    assert {"src/attngeom/backends/kaggle_kernel.py", "src/attngeom/training/train.py", "src/attngeom/cli.py"} <= names
+    assert {"src/attngeom/backends/kernel_main.py", "src/attngeom/training/train.py", "src/attngeom/cli.py"} <= names
+    assert "src/attngeom/backends/kaggle_kernel.py" in names
     assert not any("__pycache__" in n for n in names)
     assert lock == GPU_LOCK.read_bytes() and b"jax-cuda12-plugin==" in lock and b"--hash=sha256:" in lock
 
