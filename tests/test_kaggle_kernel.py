@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 from fake_kaggle import FakeKaggle, point_client_at
 
-from attngeom.bundles import VARIANTS, load_models
-from attngeom.errors import InputError
 from attngeom.backends.kaggle_client import connect
 from attngeom.backends.kaggle_kernel import (
     CODE_FILE,
@@ -27,6 +25,8 @@ from attngeom.backends.kaggle_kernel import (
     kernel_metadata,
     source_archive,
 )
+from attngeom.bundles import VARIANTS, load_models
+from attngeom.errors import InputError
 from attngeom.training.rerun import BUNDLES
 from attngeom.training.runs import require_complete
 

@@ -92,7 +92,7 @@ def interpreter(scratch: Path, repo: Path) -> str:
 def require_gpu(python: str, env: dict) -> None:
     """Stop early, with the reason, when jax sees no GPU in this session."""
     probe = "import jax; print(jax.devices()[0].platform)"
-    found = subprocess.run([python, "-c", probe], env=env, capture_output=True, text=True).stdout.strip()
+    found = subprocess.run([python, "-c", probe], check=False, env=env, capture_output=True, text=True).stdout.strip()
     if found != "gpu":
         sys.exit(
             f"attngeom kernel: no GPU in this session (jax sees '{found or 'nothing'}'); Kaggle gives GPUs "
@@ -129,7 +129,7 @@ def main(settings: dict, source_b64: str) -> None:
     cmd = [python, "-m", "attngeom", "rerun", "--backend", "local", "--preset", settings["PRESET"]]
     cmd += ["--out", str(out), "--variants", settings["VARIANTS"], "--seeds", settings["SEED"], "--quiet"]
     print("+ " + " ".join(cmd), flush=True)
-    status = subprocess.run(cmd, env=env, cwd=str(repo)).returncode
+    status = subprocess.run(cmd, check=False, env=env, cwd=str(repo)).returncode
     what = f"{settings['BUNDLE']} seed {settings['SEED']}"
     # 1 = trained, but a claim misses its tolerance: the bundle is still the result to pull.
     if status not in (0, 1) or not (out / "manifest.json").is_file():
