@@ -40,9 +40,11 @@ def say(message: str) -> None:
 
 
 def run(cmd: list[str], **kwargs) -> None:
-    """Run `cmd`, echoed to the log; a failure ends the kernel with the command's status."""
+    """Run `cmd`, echoed to the log; a failure ends the kernel with one line naming it."""
     print("+ " + " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, **kwargs)
+    status = subprocess.run(cmd, check=False, **kwargs).returncode
+    if status != 0:
+        sys.exit(f"attngeom kernel: {Path(cmd[0]).name} {cmd[1]} failed (exit status {status}); its output is above")
 
 
 def unpack(source_b64: str, sha256: str, dest: Path) -> None:
@@ -78,6 +80,7 @@ def interpreter(scratch: Path, repo: Path) -> str:
     (scratch / "uv.txt").write_text(lock_entry(lock, "uv"), encoding="utf-8")
     tool = scratch / "uv"
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-cache-dir"]
+    pip += ["--root-user-action", "ignore"]  # Kaggle runs kernels as root
     run([*pip, "--require-hashes", "--no-deps", "--target", str(tool), "-r", str(scratch / "uv.txt")])
     uv = str(tool / "bin" / "uv")
     venv = scratch / "venv"
