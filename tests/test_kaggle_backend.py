@@ -19,6 +19,7 @@ from attngeom.backends.kaggle_kernel import OUTPUT_DIR
 from attngeom.training.runs import require_complete
 
 REPO = Path(__file__).resolve().parents[1]
+MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").absolute()  # from the start folder
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -256,6 +257,7 @@ def test_run_end_to_end_with_the_real_kernel_script(fake, tmp_path):
         script.write_text(request["text"])
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["ATTNGEOM_KERNEL_PYTHON"] = sys.executable  # this checkout's environment already has the lock
+        env["ATTNGEOM_MIRROR"] = os.path.relpath(MIRROR, working)  # relative to where the kernel starts
         done = subprocess.run([sys.executable, str(script)], cwd=working, env=env, capture_output=True, text=True)
         kernel = fake.kernel(slug)
         kernel.log = done.stdout + done.stderr

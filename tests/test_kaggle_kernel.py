@@ -31,6 +31,7 @@ from attngeom.training.rerun import BUNDLES
 from attngeom.training.runs import require_complete
 
 REPO = Path(__file__).resolve().parents[1]
+MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").absolute()  # from the start folder
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +116,7 @@ def test_built_script_trains_in_a_kaggle_working_dir(archive, tmp_path):
     working = _kaggle_layout(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["ATTNGEOM_KERNEL_PYTHON"] = sys.executable  # this checkout's environment already has the lock
+    env["ATTNGEOM_MIRROR"] = os.path.relpath(MIRROR, working)  # relative, as the README writes it
     done = subprocess.run(
         [sys.executable, str(folder / CODE_FILE)], cwd=working, env=env, capture_output=True, text=True
     )
