@@ -125,7 +125,7 @@ def main(settings: dict, source_b64: str) -> None:
     python = interpreter(scratch, repo)
     env = dict(os.environ, PYTHONPATH=str(repo / "src"))
     if env.get("ATTNGEOM_MIRROR"):  # relative to this folder, not to the unpacked source where training runs
-        env["ATTNGEOM_MIRROR"] = str(Path(env["ATTNGEOM_MIRROR"]).expanduser().absolute())
+        env["ATTNGEOM_MIRROR"] = str(Path(env["ATTNGEOM_MIRROR"]).expanduser().resolve())
     if on_kaggle:
         env["CUDA_VISIBLE_DEVICES"] = env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]  # one kernel, one GPU
     if on_kaggle and settings["PRESET"] != "smoke":  # the smoke preset trains on whatever jax finds
