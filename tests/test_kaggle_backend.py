@@ -257,7 +257,9 @@ def test_run_end_to_end_with_the_real_kernel_script(fake, tmp_path):
         script.write_text(request["text"])
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["ATTNGEOM_KERNEL_PYTHON"] = sys.executable  # this checkout's environment already has the lock
-        env["ATTNGEOM_MIRROR"] = os.path.relpath(MIRROR, working)  # relative to where the kernel starts
+        (working.parent / "input").mkdir()
+        (working.parent / "input" / "mirror").symlink_to(MIRROR)  # as a dataset attached to the kernel
+        env["ATTNGEOM_MIRROR"] = "../input/mirror"  # relative to where the kernel starts
         done = subprocess.run([sys.executable, str(script)], cwd=working, env=env, capture_output=True, text=True)
         kernel = fake.kernel(slug)
         kernel.log = done.stdout + done.stderr

@@ -116,7 +116,8 @@ def test_built_script_trains_in_a_kaggle_working_dir(archive, tmp_path):
     working = _kaggle_layout(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["ATTNGEOM_KERNEL_PYTHON"] = sys.executable  # this checkout's environment already has the lock
-    env["ATTNGEOM_MIRROR"] = os.path.relpath(MIRROR, working)  # relative, as the README writes it
+    (working.parent / "input" / "mirror").symlink_to(MIRROR)  # as a dataset attached to the kernel
+    env["ATTNGEOM_MIRROR"] = "../input/mirror"  # relative, as the README writes it
     done = subprocess.run(
         [sys.executable, str(folder / CODE_FILE)], cwd=working, env=env, capture_output=True, text=True
     )
