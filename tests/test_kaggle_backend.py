@@ -19,7 +19,7 @@ from attngeom.backends.kaggle_kernel import OUTPUT_DIR
 from attngeom.training.runs import require_complete
 
 REPO = Path(__file__).resolve().parents[1]
-MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").absolute()  # from the start folder
+MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").resolve()  # from the start
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -114,7 +114,9 @@ def test_status_and_pull_resume_from_the_state_file(fake, monkeypatch, tmp_path)
     first = {p: p.read_bytes() for p in pulled.rglob("*") if p.is_file()}
     # The server now serves other (valid) bytes; pulling again keeps the good bundle as it was.
     run_id = json.loads((tmp_path / "r" / kaggle_backend.STATE_FILE).read_text())["run_id"]
-    fake.kernel("reviewer/attngeom-goat-s0").outputs = synthetic_output("attngeom-goat", ("goat_v",), 0, salt=1, run_id=run_id)
+    fake.kernel("reviewer/attngeom-goat-s0").outputs = synthetic_output(
+        "attngeom-goat", ("goat_v",), 0, salt=1, run_id=run_id
+    )
     assert kaggle("pull", "--run", "r") == (0, "")
     assert {p: p.read_bytes() for p in pulled.rglob("*") if p.is_file()} == first
     # A damaged local copy is set aside (not deleted) and replaced by a fresh, checked download.

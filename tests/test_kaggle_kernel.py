@@ -31,7 +31,7 @@ from attngeom.training.rerun import BUNDLES
 from attngeom.training.runs import require_complete
 
 REPO = Path(__file__).resolve().parents[1]
-MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").absolute()  # from the start folder
+MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").resolve()  # from the start
 
 
 @pytest.fixture(scope="module")

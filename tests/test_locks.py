@@ -22,7 +22,16 @@ def test_the_cuda_lock_resolves_for_python_3_13_from_wheels(tmp_path):
     """uv resolves the image's requirements under the lock's pins, for cp313, refusing to build any sdist."""
     uv = Path(sys.executable).with_name("uv")  # pinned in the lock itself
     out = tmp_path / "py313.txt"
-    cmd = [str(uv), "pip", "compile", "--quiet", "--python-version", "3.13", "--python-platform", "x86_64-manylinux_2_28"]
+    cmd = [
+        str(uv),
+        "pip",
+        "compile",
+        "--quiet",
+        "--python-version",
+        "3.13",
+        "--python-platform",
+        "x86_64-manylinux_2_28",
+    ]
     cmd += ["--no-build", "--constraints", "requirements-cuda.lock", "requirements-cuda.in", "-o", str(out)]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -111,7 +111,9 @@ def push(api: KaggleApi, run: Path, state: dict) -> bool:
     check_gpu_quota(api)
     for kernel in todo[:room]:
         try:
-            version, url = push_kernel(api, kernel["id"], run / kernel["folder"], state["timeout"], state["accelerator"])
+            version, url = push_kernel(
+                api, kernel["id"], run / kernel["folder"], state["timeout"], state["accelerator"]
+            )
         except SessionCapReached as exc:
             print(f"{exc}: waiting for one of the account's GPU sessions to end", flush=True)
             return False
@@ -346,7 +348,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("action", choices=ACTIONS, help="run = build, push, wait, pull, check and verify")
     p.add_argument("--run", type=Path, help="the run folder (default: a new runs/<time>-kaggle, or the latest one)")
-    p.add_argument("--seeds", type=list_of(seed), default=(0,), help="comma-separated seeds, one kernel each (default 0)")
+    p.add_argument(
+        "--seeds", type=list_of(seed), default=(0,), help="comma-separated seeds, one kernel each (default 0)"
+    )
     p.add_argument("--bundles", type=list_of(str), help="comma-separated kernel definitions in kaggle/ (default: all)")
     p.add_argument("--preset", choices=PRESET_NAMES, default="paper", help="training preset inside the kernel")
     p.add_argument("--accelerator", help=f"Kaggle machine shape (default {DEFAULT_ACCELERATOR}, the T4 x2 machine)")
