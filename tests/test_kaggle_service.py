@@ -107,7 +107,7 @@ def test_the_two_session_cap_waits_for_a_free_session(fake, tmp_path, capsys):
     fake.outside_sessions = 3  # other notebooks hold both sessions; one ends at each refused push
     assert kaggle("run", "--run", "r", "--poll", "0.001", "--bundles", "attngeom-goat") == (0, "")
     out = capsys.readouterr().out
-    assert out.count("Maximum batch GPU session count of 2 reached.: waiting") == 2
+    assert out.count("Maximum batch GPU session count of 2 reached. Waiting for one") == 2
     assert "phone" not in out.lower() and pulled_manifest(tmp_path / "r")["completed"]
     # `push` on its own does not wait: it says why nothing was pushed, and how to go on.
     fake.outside_sessions = 5

@@ -115,7 +115,7 @@ def push(api: KaggleApi, run: Path, state: dict) -> bool:
                 api, kernel["id"], run / kernel["folder"], state["timeout"], state["accelerator"]
             )
         except SessionCapReached as exc:
-            print(f"{exc}: waiting for one of the account's GPU sessions to end", flush=True)
+            print(f"{exc} Waiting for one of the account's GPU sessions to end.", flush=True)
             return False
         kernel.update(state="PUSHED", pushed=time.time(), version=version, url=url)
         save_state(run, state)
