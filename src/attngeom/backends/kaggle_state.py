@@ -20,7 +20,7 @@ STATE_FILE = "kaggle-state.json"
 MAX_STATE_BYTES = 1 << 20  # a few hundred kernels' worth
 
 _TIME = {"type": ["number", "null"], "minimum": 0}
-_TEXT = {"type": "string", "maxLength": 4096}
+_TEXT = {"type": "string", "maxLength": 65536}
 KERNEL_SCHEMA = {
     "type": "object",
     "required": ["bundle", "seed", "id", "variants", "folder", "state"],
@@ -36,7 +36,7 @@ KERNEL_SCHEMA = {
         "finished": _TIME,
         "version": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1},
         "url": _TEXT,
-        "message": {"type": ["string", "null"], "maxLength": 4096},
+        "message": {"type": ["string", "null"], "maxLength": 65536},
     },
 }
 STATE_SCHEMA = {
