@@ -18,19 +18,19 @@ lock="${ATTNGEOM_LOCK:-$here/requirements.lock}"
 
 die() { echo "reproduce.sh: $*" >&2; exit 2; }
 
-python_in() {  # python_in CMD LOWEST: CMD runs and is a Python from LOWEST to 3.12
-  command -v "$1" >/dev/null 2>&1 && "$1" -c "import sys; sys.exit(not ($2 <= sys.version_info[:2] <= (3, 12)))" 2>/dev/null
+python_in() {  # python_in CMD LOWEST: CMD runs and is a Python from LOWEST to 3.13
+  command -v "$1" >/dev/null 2>&1 && "$1" -c "import sys; sys.exit(not ($2 <= sys.version_info[:2] <= (3, 13)))" 2>/dev/null
 }
 
 pick_python() {
-  # Python 3.11 or 3.12 runs everything; 3.10 runs the verification only (jax 0.10.2 needs 3.11).
+  # Python 3.11 to 3.13 runs everything; 3.10 runs the verification only (jax 0.10.2 needs 3.11).
   if [ -n "${ATTNGEOM_PYTHON:-}" ]; then
     python_in "$ATTNGEOM_PYTHON" "(3, 10)" && echo "$ATTNGEOM_PYTHON"
     return
   fi
   local lowest cand
   for lowest in "(3, 11)" "(3, 10)"; do
-    for cand in python3 python3.12 python3.11 python3.10; do
+    for cand in python3 python3.13 python3.12 python3.11 python3.10; do
       python_in "$cand" "$lowest" && { echo "$cand"; return 0; }
     done
   done
@@ -43,7 +43,7 @@ ensure_venv() {
   [ -f "$venv/.lock-sha256" ] && have="$(cat "$venv/.lock-sha256")"
   [ "$want" = "$have" ] && [ -x "$venv/bin/python" ] && return 0
   local py log
-  py="$(pick_python)" || die "needs Python 3.10, 3.11 or 3.12 on PATH (or ATTNGEOM_PYTHON=/path/to/python)"
+  py="$(pick_python)" || die "needs Python 3.10 to 3.13 on PATH (or ATTNGEOM_PYTHON=/path/to/python)"
   log="$(mktemp -t attngeom-venv.XXXXXX.log)"
   echo "reproduce.sh: building the environment in $venv from $(basename "$lock") (first run only; log: $log)" >&2
   if ! { { [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"; } && "$venv/bin/python" -m pip install \

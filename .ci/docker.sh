@@ -4,7 +4,8 @@
 # debootstrap (cached between runs). Idempotent; needs root.
 #
 #   .ci/docker.sh        print the base image name
-#   . .ci/docker.sh      export ATTNGEOM_DOCKER_BASE (that name) and ATTNGEOM_DOCKER (the client)
+#   . .ci/docker.sh      export ATTNGEOM_DOCKER_BASE (that name) and ATTNGEOM_DOCKER (the client), and
+#                        ATTNGEOM_DOCKERD_PID when it started the engine (empty when one was running)
 #
 # ATTNGEOM_DOCKER_CACHE (default /var/cache/attngeom) keeps the debootstrapped root file system;
 # ATTNGEOM_UBUNTU_MIRROR (default http://archive.ubuntu.com/ubuntu) is where it comes from.
@@ -42,9 +43,11 @@ _attngeom_docker_prepare() {
   for client in ${ATTNGEOM_DOCKER:-} /usr/bin/docker docker; do
     command -v "$client" >/dev/null 2>&1 && break
   done
+  ATTNGEOM_DOCKERD_PID=""
   if ! "$client" info >/dev/null 2>&1; then
     echo ".ci/docker.sh: starting dockerd (log: /var/log/attngeom-dockerd.log)" >&2
     nohup dockerd >/var/log/attngeom-dockerd.log 2>&1 &
+    ATTNGEOM_DOCKERD_PID=$!
     local waited=0
     until "$client" info >/dev/null 2>&1; do
       sleep 1
@@ -93,5 +96,5 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   echo "$ATTNGEOM_DOCKER_BASE"
 else
   _attngeom_docker_prepare
-  export ATTNGEOM_DOCKER_BASE ATTNGEOM_DOCKER
+  export ATTNGEOM_DOCKER_BASE ATTNGEOM_DOCKER ATTNGEOM_DOCKERD_PID
 fi

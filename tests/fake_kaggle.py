@@ -5,10 +5,20 @@ body) and serves each output file from the URL its listing gives. Requests may a
 directly or through `http_proxy` (then the request line carries an absolute URL); both work.
 Each kernel walks through a scripted list of states, one per status poll, and can be told
 to fail its push, end in ERROR, or serve arbitrary output bytes.
+
+It behaves like the real service where that matters to a run: every push is a new version, and
+for a while after a push the kernel without a version label still answers for the previous
+version (`stale_polls`); a request for an unknown kernel is refused with 403, not 404; replies
+can be scripted to fail with 429 or 503 before succeeding (`fail_next`); an account runs at most
+`session_cap` GPU sessions at once, counting sessions of other notebooks (`outside_sessions`,
+one fewer after each refused push); credentials are a legacy key (HTTP Basic) or an API token
+(HTTP Bearer, checked through the token introspection RPC).
 """
 
 from __future__ import annotations
 
+import argparse
+import ast
 import base64
 import hashlib
 import json
@@ -21,8 +31,10 @@ from urllib.parse import quote, unquote, urlsplit
 
 import numpy as np
 
+from attngeom.backends import kaggle as kaggle_backend
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR
 from attngeom.bundles import RUN_JSON, write_attn_npz, write_geom_npz
+from attngeom.errors import InputError
 from attngeom.variants import variant as variant_spec
 
 RPC_PREFIX = "/api/v1/"
@@ -39,17 +51,28 @@ class FakeKernel:
     outputs: dict[str, bytes] = field(default_factory=dict)
     pushes: list[dict] = field(default_factory=list)
     polls: int = 0
+    previous: dict | None = None  # the last version before the latest push: its final state, outputs and log
+    stale_polls: int = 0  # unlabelled requests still answered for `previous`
+
+    def running(self) -> bool:
+        """Whether the latest version holds a GPU session (it has not reported its last state yet)."""
+        return bool(self.pushes) and self.polls < len(self.states)
 
 
 class FakeKaggle:
     """The server and its state; use as a context manager."""
 
-    def __init__(self, username: str = "reviewer", key: str = "secret-key") -> None:
-        self.username, self.key = username, key
+    def __init__(self, username: str = "reviewer", key: str = "secret-key", token: str = "api-token") -> None:
+        self.username, self.key, self.token = username, key, token
         self.kernels: dict[str, FakeKernel] = {}
         self.push_error: str | None = None
         self.on_push = None  # optional callable(slug, request_json) run at push time
         self.gpu_hours_left = 30.0
+        self.stale_after_push = 0  # unlabelled requests answered for the previous version after each push
+        self.fail_next: list[int] = []  # HTTP statuses the next RPCs answer with, one each, before serving
+        self.session_cap = 2
+        self.outside_sessions = 0  # GPU sessions of the account's other notebooks
+        self.auth_seen: list[str] = []  # the scheme of each authorised request: "Basic" or "Bearer"
         self.requests: list[tuple[str, str]] = []  # (client host, request target as sent: a path, or a URL via a proxy)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -75,19 +98,47 @@ class FakeKaggle:
     def save_kernel(self, body: dict) -> tuple[int, dict]:
         if self.push_error:
             return 200, {"error": self.push_error}
+        running = self.outside_sessions + sum(k.running() for k in self.kernels.values())
+        if running >= self.session_cap:
+            self.outside_sessions = max(0, self.outside_sessions - 1)
+            return 200, {"error": f"Maximum batch GPU session count of {self.session_cap} reached."}
         slug = body.get("slug", "")
         kernel = self.kernel(slug)
+        if kernel.pushes:
+            kernel.previous = {"state": kernel.states[-1], "outputs": kernel.outputs, "log": kernel.log}
+            kernel.stale_polls = self.stale_after_push
         kernel.pushes.append(body)
         kernel.polls = 0
         if self.on_push is not None:
             self.on_push(slug, body)
         return 200, {"ref": f"/code/{slug}", "url": f"{self.url}/code/{slug}", "versionNumber": len(kernel.pushes)}
 
-    def get_kernel_session_status(self, body: dict) -> tuple[int, dict]:
+    def _version(self, body: dict) -> tuple[FakeKernel | None, dict | None]:
+        """The kernel a request names, and the previous version's record when that one answers instead."""
+        kernel = self.kernels.get(f"{body.get('userName')}/{body.get('kernelSlug')}")
+        label = body.get("versionLabel")
+        if kernel is None or not kernel.pushes:
+            return None, None
+        if label:
+            if label != f"v{len(kernel.pushes)}":
+                return (kernel, kernel.previous) if label == f"v{len(kernel.pushes) - 1}" else (None, None)
+            return kernel, None
+        if kernel.stale_polls > 0:
+            kernel.stale_polls -= 1
+            return kernel, kernel.previous
+        return kernel, None
+
+    @staticmethod
+    def _denied(body: dict) -> tuple[int, dict]:
         slug = f"{body.get('userName')}/{body.get('kernelSlug')}"
-        if slug not in self.kernels:
-            return 404, {"code": 404, "message": f"Kernel {slug} not found"}
-        kernel = self.kernels[slug]
+        return 403, {"code": 403, "message": f"Permission 'kernels.get' was denied for {slug}"}
+
+    def get_kernel_session_status(self, body: dict) -> tuple[int, dict]:
+        kernel, previous = self._version(body)
+        if kernel is None:
+            return self._denied(body)
+        if previous is not None:
+            return 200, {"status": previous["state"]}
         state = kernel.states[min(kernel.polls, len(kernel.states) - 1)]
         kernel.polls += 1
         reply = {"status": state}
@@ -96,19 +147,25 @@ class FakeKaggle:
         return 200, reply
 
     def list_kernel_session_output(self, body: dict) -> tuple[int, dict]:
+        kernel, previous = self._version(body)
+        if kernel is None:
+            return self._denied(body)
         slug = f"{body.get('userName')}/{body.get('kernelSlug')}"
-        if slug not in self.kernels:
-            return 404, {"code": 404, "message": f"Kernel {slug} not found"}
-        kernel = self.kernels[slug]
-        names = sorted(kernel.outputs)
+        outputs, log = (previous["outputs"], previous["log"]) if previous is not None else (kernel.outputs, kernel.log)
+        names = sorted(outputs)
         start = int(body.get("pageToken") or 0)
         size = int(body.get("pageSize") or 20)
         page = names[start : start + size]
-        files = [{"fileName": n, "url": f"{self.url}/files/{quote(slug, safe='')}/{quote(n)}"} for n in page]
-        reply: dict = {"files": files, "log": kernel.log}
+        old = "/old" if previous is not None else ""
+        files = [{"fileName": n, "url": f"{self.url}/files{old}/{quote(slug, safe='')}/{quote(n)}"} for n in page]
+        reply: dict = {"files": files, "log": log}
         if start + size < len(names):
             reply["nextPageToken"] = str(start + size)
         return 200, reply
+
+    def introspect_token(self, body: dict) -> tuple[int, dict]:
+        active = body.get("token") == self.token
+        return 200, {"active": active, "username": self.username if active else ""}
 
     def get_accelerator_quota_statistics(self, body: dict) -> tuple[int, dict]:
         return 200, {
@@ -116,9 +173,11 @@ class FakeKaggle:
             "gpuQuota": {"timeUsed": f"{int((30 - self.gpu_hours_left) * 3600)}s", "totalTimeAllowed": "108000s"},
         }
 
-    def download(self, slug: str, name: str) -> bytes | None:
+    def download(self, slug: str, name: str, old: bool = False) -> bytes | None:
         kernel = self.kernels.get(slug)
-        return None if kernel is None else kernel.outputs.get(name)
+        if kernel is None or (old and kernel.previous is None):
+            return None
+        return (kernel.previous["outputs"] if old else kernel.outputs).get(name)
 
 
 def point_client_at(fake: FakeKaggle, monkeypatch, home: Path) -> None:
@@ -140,6 +199,7 @@ RPCS = {
     "kernels.KernelsApiService/GetKernelSessionStatus": FakeKaggle.get_kernel_session_status,
     "kernels.KernelsApiService/ListKernelSessionOutput": FakeKaggle.list_kernel_session_output,
     "kernels.KernelsApiService/GetAcceleratorQuotaStatistics": FakeKaggle.get_accelerator_quota_statistics,
+    "security.OAuthService/IntrospectToken": FakeKaggle.introspect_token,
 }
 
 
@@ -156,8 +216,12 @@ def _handler(fake: FakeKaggle) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(body)
 
         def _authorised(self) -> bool:
-            want = base64.b64encode(f"{fake.username}:{fake.key}".encode()).decode()
-            return self.headers.get("Authorization", "") == f"Basic {want}"
+            basic = base64.b64encode(f"{fake.username}:{fake.key}".encode()).decode()
+            given = self.headers.get("Authorization", "")
+            if given in (f"Basic {basic}", f"Bearer {fake.token}"):
+                fake.auth_seen.append(given.split()[0])
+                return True
+            return False
 
         def do_POST(self) -> None:
             path = urlsplit(self.path).path
@@ -166,7 +230,10 @@ def _handler(fake: FakeKaggle) -> type[BaseHTTPRequestHandler]:
             rpc = RPCS.get(path[len(RPC_PREFIX) :]) if path.startswith(RPC_PREFIX) else None
             if rpc is None:
                 status, reply = 404, {"code": 404, "message": f"no such RPC {path}"}
-            elif not self._authorised():
+            elif fake.fail_next:
+                status = fake.fail_next.pop(0)
+                reply = {"code": status, "message": "Too Many Requests" if status == 429 else "Service Unavailable"}
+            elif not self._authorised() and rpc is not FakeKaggle.introspect_token:  # it judges the token itself
                 status, reply = 401, {"code": 401, "message": "Unauthenticated"}
             else:
                 status, reply = rpc(fake, body)
@@ -175,9 +242,12 @@ def _handler(fake: FakeKaggle) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             path = urlsplit(self.path).path
             fake.requests.append((self.client_address[0], self.path))
-            parts = path.split("/", 3)
+            old = path.startswith("/files/old/")
+            parts = path.replace("/files/old/", "/files/", 1).split("/", 3)
             data = (
-                fake.download(unquote(parts[2]), unquote(parts[3])) if len(parts) == 4 and parts[1] == "files" else None
+                fake.download(unquote(parts[2]), unquote(parts[3]), old)
+                if len(parts) == 4 and parts[1] == "files"
+                else None
             )
             if data is None:
                 self._reply(404, b"not found", "text/plain")
@@ -187,13 +257,33 @@ def _handler(fake: FakeKaggle) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def settings_of(script: str) -> dict:
+    """The SETTINGS a built kernel script carries."""
+    for node in ast.parse(script).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "SETTINGS" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError("no SETTINGS in the kernel script")
+
+
+def kaggle_command(*argv: str) -> tuple[int, str]:
+    """Run `kaggle ...` in process: (exit status, the error line or '')."""
+    parser = argparse.ArgumentParser()
+    kaggle_backend.register(parser.add_subparsers())
+    args = parser.parse_args(["kaggle", *argv])
+    try:
+        return args.func(args), ""
+    except InputError as exc:
+        return 2, str(exc)
+
+
 def synthetic_output(
-    bundle: str, variants: tuple[str, ...], seed: int, corrupt: str | None = None, salt: int = 0
+    bundle: str, variants: tuple[str, ...], seed: int, corrupt: str | None = None, salt: int = 0, run_id: str = ""
 ) -> dict[str, bytes]:
     """A kernel's output made up for a test: a bundle in the original format plus its manifest.
 
     The maps are random causal attention rows (layer x head x 128 x 128, float16); `corrupt`
-    names a file whose bytes change after the manifest was written.
+    names a file whose bytes change after the manifest was written; `run_id` is stamped into the
+    manifest as the kernel script does.
     """
     L, H, T, D = 6, 4, 128, 48
     rng = np.random.default_rng([seed, salt, len(variants)])
@@ -226,6 +316,7 @@ def synthetic_output(
         for path in sorted(folder.iterdir()):
             files[f"{bundle}/{path.name}"] = path.read_bytes()
     manifest = {"completed": True, "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}}
+    manifest["kaggle"] = {"run_id": run_id, "bundle": bundle, "seed": seed}
     outputs = {f"{OUTPUT_DIR}/{name}": data for name, data in files.items()}
     outputs[f"{OUTPUT_DIR}/manifest.json"] = json.dumps(manifest).encode()
     if corrupt is not None:

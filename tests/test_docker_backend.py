@@ -149,3 +149,13 @@ def test_dockerfile_builds_the_cuda_lock_and_passes_hadolint():
     hadolint = Path(sys.executable).with_name("hadolint")
     done = subprocess.run([str(hadolint), str(REPO / "Dockerfile")], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_kaggle_runtime_dockerfile_keeps_kaggles_traits_and_passes_hadolint():
+    path = REPO / "tests" / "kaggle-runtime" / "Dockerfile"
+    text = path.read_text()
+    assert "python3-pip" in text and "python3-venv" not in text and "python3.12-venv" not in text
+    assert "WORKDIR /kaggle/working" in text and "KAGGLE_KERNEL_RUN_TYPE=" in text
+    hadolint = Path(sys.executable).with_name("hadolint")
+    done = subprocess.run([str(hadolint), str(path)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr

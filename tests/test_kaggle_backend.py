@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -11,14 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_kaggle import PROXY_VARS, FakeKaggle, point_client_at, synthetic_output
+from fake_kaggle import PROXY_VARS, FakeKaggle, point_client_at, settings_of, synthetic_output
+from fake_kaggle import kaggle_command as kaggle
 
 from attngeom.backends import kaggle as kaggle_backend
-from attngeom.errors import InputError
+from attngeom.backends import kaggle_client
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR
 from attngeom.training.runs import require_complete
 
 REPO = Path(__file__).resolve().parents[1]
+MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").resolve()  # from the start
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -38,21 +39,11 @@ def loopback_only(monkeypatch):
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
     """A fake Kaggle, the client pointed at it, valid credentials, and a scratch working folder."""
+    monkeypatch.setattr(kaggle_client, "RETRY_WAIT_S", (0.001, 0.01))  # the backoff's shape, not its minutes
     with FakeKaggle() as server:
         point_client_at(server, monkeypatch, tmp_path / "home")
         monkeypatch.chdir(tmp_path)
         yield server
-
-
-def kaggle(*argv: str) -> tuple[int, str]:
-    """Run `kaggle ...` in process: (exit status, the error line or '')."""
-    parser = argparse.ArgumentParser()
-    kaggle_backend.register(parser.add_subparsers())
-    args = parser.parse_args(["kaggle", *argv])
-    try:
-        return args.func(args), ""
-    except InputError as exc:
-        return 2, str(exc)
 
 
 def serve_synthetic(fake: FakeKaggle, corrupt: str | None = None) -> None:
@@ -61,7 +52,8 @@ def serve_synthetic(fake: FakeKaggle, corrupt: str | None = None) -> None:
     def produce(slug: str, request: dict) -> None:
         name, seed = slug.split("/")[1].rsplit("-s", 1)
         variants = kaggle_backend.definitions()[name].variants
-        fake.kernel(slug).outputs = synthetic_output(name, variants, int(seed), corrupt=corrupt)
+        run_id = settings_of(request["text"])["RUN_ID"]
+        fake.kernel(slug).outputs = synthetic_output(name, variants, int(seed), corrupt=corrupt, run_id=run_id)
         fake.kernel(slug).log = f"training {name}\nattngeom kernel: {name} seed {seed} done\n"
 
     fake.on_push = produce
@@ -121,7 +113,10 @@ def test_status_and_pull_resume_from_the_state_file(fake, monkeypatch, tmp_path)
     pulled = tmp_path / "r" / "outputs" / "attngeom-goat-s0"
     first = {p: p.read_bytes() for p in pulled.rglob("*") if p.is_file()}
     # The server now serves other (valid) bytes; pulling again keeps the good bundle as it was.
-    fake.kernel("reviewer/attngeom-goat-s0").outputs = synthetic_output("attngeom-goat", ("goat_v",), 0, salt=1)
+    run_id = json.loads((tmp_path / "r" / kaggle_backend.STATE_FILE).read_text())["run_id"]
+    fake.kernel("reviewer/attngeom-goat-s0").outputs = synthetic_output(
+        "attngeom-goat", ("goat_v",), 0, salt=1, run_id=run_id
+    )
     assert kaggle("pull", "--run", "r") == (0, "")
     assert {p: p.read_bytes() for p in pulled.rglob("*") if p.is_file()} == first
     # A damaged local copy is set aside (not deleted) and replaced by a fresh, checked download.
@@ -264,6 +259,9 @@ def test_run_end_to_end_with_the_real_kernel_script(fake, tmp_path):
         script.write_text(request["text"])
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env["ATTNGEOM_KERNEL_PYTHON"] = sys.executable  # this checkout's environment already has the lock
+        (working.parent / "input").mkdir()
+        (working.parent / "input" / "mirror").symlink_to(MIRROR)  # as a dataset attached to the kernel
+        env["ATTNGEOM_MIRROR"] = "../input/mirror"  # relative to where the kernel starts
         done = subprocess.run([sys.executable, str(script)], cwd=working, env=env, capture_output=True, text=True)
         kernel = fake.kernel(slug)
         kernel.log = done.stdout + done.stderr

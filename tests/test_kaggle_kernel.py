@@ -14,8 +14,6 @@ from pathlib import Path
 import pytest
 from fake_kaggle import FakeKaggle, point_client_at
 
-from attngeom.bundles import VARIANTS, load_models
-from attngeom.errors import InputError
 from attngeom.backends.kaggle_client import connect
 from attngeom.backends.kaggle_kernel import (
     CODE_FILE,
@@ -27,10 +25,13 @@ from attngeom.backends.kaggle_kernel import (
     kernel_metadata,
     source_archive,
 )
+from attngeom.bundles import VARIANTS, load_models
+from attngeom.errors import InputError
 from attngeom.training.rerun import BUNDLES
 from attngeom.training.runs import require_complete
 
 REPO = Path(__file__).resolve().parents[1]
+MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").resolve()  # from the start
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +87,8 @@ def test_source_archive_is_reproducible_and_carries_the_package_and_lock():
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
         names = set(tar.getnames())
         lock = tar.extractfile("requirements.lock").read()
-    assert {"src/attngeom/backends/kaggle_kernel.py", "src/attngeom/training/train.py", "src/attngeom/cli.py"} <= names
+    assert {"src/attngeom/backends/kernel_main.py", "src/attngeom/training/train.py", "src/attngeom/cli.py"} <= names
+    assert "src/attngeom/backends/kaggle_kernel.py" in names
     assert not any("__pycache__" in n for n in names)
     assert lock == GPU_LOCK.read_bytes() and b"jax-cuda12-plugin==" in lock and b"--hash=sha256:" in lock
 
@@ -114,6 +116,8 @@ def test_built_script_trains_in_a_kaggle_working_dir(archive, tmp_path):
     working = _kaggle_layout(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["ATTNGEOM_KERNEL_PYTHON"] = sys.executable  # this checkout's environment already has the lock
+    (working.parent / "input" / "mirror").symlink_to(MIRROR)  # as a dataset attached to the kernel
+    env["ATTNGEOM_MIRROR"] = "../input/mirror"  # relative, as the README writes it
     done = subprocess.run(
         [sys.executable, str(folder / CODE_FILE)], cwd=working, env=env, capture_output=True, text=True
     )

@@ -63,7 +63,7 @@ def cache_dir() -> Path:
 def mirror_dir() -> Path | None:
     """The local mirror named by `ATTNGEOM_MIRROR`, if any."""
     value = os.environ.get("ATTNGEOM_MIRROR")
-    return Path(value).expanduser() if value else None
+    return Path(value).expanduser().resolve() if value else None
 
 
 def url_path(url: str) -> Path:

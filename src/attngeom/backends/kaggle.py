@@ -6,25 +6,26 @@ output into the run folder, checks each file's sha256 against the manifest the k
 and judges the seed-0 bundles with the rerun tier of `verify`. Everything the later steps need
 is recorded in `<run>/kaggle-state.json` as it happens, so `status` and `pull` resume from
 another shell or after a crash. A pulled bundle is only ever added, never overwritten.
-Every call to Kaggle goes through `kaggle_client`.
+Every call to Kaggle goes through `kaggle_client`. Each run has an id that its kernels stamp
+into their manifests, and status, logs and outputs are asked of the version that was pushed,
+so a re-used kernel slug never hands back an older run's outputs.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import time
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attngeom.bundles import VARIANTS
-from attngeom.errors import InputError
-from attngeom.options import list_of, seed
 from attngeom.backends.kaggle_client import (
     MAX_LISTED_OUTPUTS,
+    KaggleUnavailable,
+    SessionCapReached,
     check_gpu_quota,
     connect,
     download_output,
@@ -34,8 +35,11 @@ from attngeom.backends.kaggle_client import (
     username_of,
 )
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
+from attngeom.backends.kaggle_state import STATE_FILE, load_state, save_state
+from attngeom.bundles import VARIANTS
+from attngeom.errors import InputError
+from attngeom.options import list_of, seed
 from attngeom.training.rerun import PRESET_NAMES
-from attngeom.files import write_json_atomic
 from attngeom.training.runs import RUNS_DIR, new_run_dir, require_complete
 
 if TYPE_CHECKING:  # importing the client authenticates; only `kaggle_client.connect` does it, on demand
@@ -44,28 +48,11 @@ if TYPE_CHECKING:  # importing the client authenticates; only `kaggle_client.con
 ACTIONS = ("build", "push", "status", "pull", "run")
 DEFAULT_ACCELERATOR = "NvidiaTeslaT4"  # the "GPU T4 x2" machine; the kernel uses one of its GPUs
 DEFAULT_TIMEOUT = 6 * 3600
-STATE_FILE = "kaggle-state.json"
 WAITING = ("PUSHED", "QUEUED", "RUNNING", "NEW_SCRIPT", "CANCEL_REQUESTED")
 FAILED = ("ERROR", "CANCEL_ACKNOWLEDGED")
 
 
 # --- the run folder ---------------------------------------------------------------------------
-
-
-def load_state(run: Path) -> dict:
-    """What was recorded about the run so far."""
-    path = run / STATE_FILE
-    if not path.is_file():
-        raise InputError(f"{run}: no {STATE_FILE} here; start with `./reproduce.sh kaggle run` or `kaggle build`")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from exc
-
-
-def save_state(run: Path, state: dict) -> None:
-    """Atomically: a crash leaves the old or the new state, never half of one."""
-    write_json_atomic(run / STATE_FILE, state)
 
 
 def latest_run(runs: Path = RUNS_DIR) -> Path:
@@ -84,23 +71,25 @@ def build(run: Path, username: str, seeds: list[int], bundles: list[str] | None,
     if unknown:
         raise InputError(f"unknown bundle '{unknown[0]}' (kernel definitions: {', '.join(defs)})")
     archive = source_archive()
+    run_id = uuid.uuid4().hex
     kernels = []
-    for seed in seeds:
+    for kernel_seed in seeds:
         for name in bundles:
             defn = defs[name]
-            folder = build_kernel(defn, username, seed, run / "kernels" / defn.slug(seed), settings["preset"], archive)
+            folder = run / "kernels" / defn.slug(kernel_seed)
+            build_kernel(defn, username, kernel_seed, folder, settings["preset"], archive, run_id)
             kernels.append(
                 {
                     "bundle": name,
-                    "seed": seed,
-                    "id": defn.kernel_id(username, seed),
+                    "seed": kernel_seed,
+                    "id": defn.kernel_id(username, kernel_seed),
                     "variants": list(defn.variants),
                     "folder": folder.relative_to(run).as_posix(),
                     "state": "BUILT",
                 }
             )
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    state = {"username": username, "created": created, **settings, "kernels": kernels}
+    state = {"username": username, "created": created, "run_id": run_id, **settings, "kernels": kernels}
     save_state(run, state)
     return state
 
@@ -108,18 +97,30 @@ def build(run: Path, username: str, seeds: list[int], bundles: list[str] | None,
 # --- push, poll, pull -------------------------------------------------------------------------
 
 
-def push(api: KaggleApi, run: Path, state: dict) -> None:
-    """Push built kernels while fewer than `concurrency` are waiting."""
+def pushed_ref(kernel: dict) -> str:
+    """`owner/slug/N`: the version this run pushed, so an older version's state or output is never read."""
+    return f"{kernel['id']}/{kernel['version']}" if kernel.get("version") else kernel["id"]
+
+
+def push(api: KaggleApi, run: Path, state: dict) -> bool:
+    """Push built kernels while fewer than `concurrency` are waiting; False when Kaggle's session cap held one back."""
     todo = [k for k in state["kernels"] if k["state"] == "BUILT"]
     room = state["concurrency"] - sum(k["state"] in WAITING for k in state["kernels"])
     if not todo or room <= 0:
-        return
+        return True
     check_gpu_quota(api)
     for kernel in todo[:room]:
-        version, url = push_kernel(api, kernel["id"], run / kernel["folder"], state["timeout"], state["accelerator"])
+        try:
+            version, url = push_kernel(
+                api, kernel["id"], run / kernel["folder"], state["timeout"], state["accelerator"]
+            )
+        except SessionCapReached as exc:
+            print(f"{exc} Waiting for one of the account's GPU sessions to end.", flush=True)
+            return False
         kernel.update(state="PUSHED", pushed=time.time(), version=version, url=url)
         save_state(run, state)
         print(f"pushed {kernel['id']} (version {version}): {url}", flush=True)
+    return True
 
 
 def poll(api: KaggleApi, run: Path, state: dict) -> None:
@@ -127,7 +128,7 @@ def poll(api: KaggleApi, run: Path, state: dict) -> None:
     for kernel in state["kernels"]:
         if kernel["state"] not in WAITING:
             continue
-        kernel["state"], message = kernel_status(api, kernel["id"])
+        kernel["state"], message = kernel_status(api, pushed_ref(kernel))
         if message:
             kernel["message"] = message
         if kernel["state"] not in WAITING:
@@ -153,7 +154,7 @@ def report_failures(api: KaggleApi, run: Path, state: dict) -> None:
         return
     lines = []
     for kernel in failed:
-        log = kernel_log(api, kernel["id"])
+        log = kernel_log(api, pushed_ref(kernel))
         log_path = run / "logs" / f"{kernel['bundle']}-s{kernel['seed']}.log"
         log_path.parent.mkdir(exist_ok=True)
         log_path.write_text(log, encoding="utf-8")
@@ -168,21 +169,34 @@ def report_failures(api: KaggleApi, run: Path, state: dict) -> None:
     )
 
 
-def pull_one(api: KaggleApi, run: Path, kernel: dict) -> Path:
-    """Download one finished kernel's output, check it against its manifest, move it to `run/outputs`."""
+def check_output(folder: Path, state: dict, kernel: dict) -> None:
+    """The pulled folder is complete, unchanged since its manifest, and made by this run's kernel."""
+    stamp = require_complete(folder).get("kaggle")
+    if not state.get("run_id"):  # a run started before kernels stamped their manifests
+        return
+    found = stamp.get("run_id") if isinstance(stamp, dict) else None
+    if found != state["run_id"] or stamp.get("bundle") != kernel["bundle"] or stamp.get("seed") != kernel["seed"]:
+        raise InputError(
+            f"{folder}: made by another run (run id {found or 'none'}, this run's is {state['run_id']}): "
+            "Kaggle served an older version's output"
+        )
+
+
+def pull_one(api: KaggleApi, run: Path, state: dict, kernel: dict) -> Path:
+    """Download one finished kernel's output, check it against its manifest and run, move it to `run/outputs`."""
     dest = run / "outputs" / f"{kernel['bundle']}-s{kernel['seed']}"
     if dest.is_dir():
         try:
-            require_complete(dest / OUTPUT_DIR)
+            check_output(dest / OUTPUT_DIR, state, kernel)
             return dest  # a good bundle is never overwritten
         except InputError:
             (run / "rejected").mkdir(exist_ok=True)  # a damaged copy: set aside, not deleted
             os.replace(dest, run / "rejected" / f"{dest.name}-{int(time.time())}")
     incoming = run / ".incoming" / dest.name
     shutil.rmtree(incoming, ignore_errors=True)  # only ever an earlier download that failed its check
-    listed = download_output(api, kernel["id"], incoming)
+    listed = download_output(api, pushed_ref(kernel), incoming)
     try:
-        require_complete(incoming / OUTPUT_DIR)
+        check_output(incoming / OUTPUT_DIR, state, kernel)
     except InputError as exc:
         note = f" (Kaggle lists at most {MAX_LISTED_OUTPUTS} output files)" if len(listed) >= MAX_LISTED_OUTPUTS else ""
         raise InputError(
@@ -198,7 +212,7 @@ def pull(api: KaggleApi, run: Path, state: dict) -> None:
     """Pull every finished kernel not pulled yet, and re-check those that were."""
     for kernel in state["kernels"]:
         if kernel["state"] in ("COMPLETE", "PULLED"):
-            dest = pull_one(api, run, kernel)
+            dest = pull_one(api, run, state, kernel)
             if kernel["state"] != "PULLED":
                 kernel["state"] = "PULLED"
                 save_state(run, state)
@@ -292,8 +306,23 @@ def main(args: argparse.Namespace) -> int:
             for kernel in state["kernels"]:
                 if kernel["state"] in FAILED:
                     kernel.update(state="BUILT", pushed=None, finished=None, message=None)
+    try:
+        return act(api, run, state, args)
+    except KaggleUnavailable as exc:
+        raise InputError(
+            f"{exc}; the run is saved: `./reproduce.sh kaggle status --run {run}` and "
+            f"`kaggle pull --run {run}` continue it"
+        ) from exc
+
+
+def act(api: KaggleApi, run: Path, state: dict, args: argparse.Namespace) -> int:
+    """Push, report the status of, pull or run the kernels of `run`."""
     if args.action == "push":
-        push(api, run, state)
+        if not push(api, run, state):
+            raise InputError(
+                f"not every kernel is pushed: the account runs as many GPU sessions as Kaggle allows; "
+                f"`./reproduce.sh kaggle run --run {run}` pushes the rest as sessions end"
+            )
         return 0
     if args.action == "status":
         poll(api, run, state)
@@ -317,7 +346,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("action", choices=ACTIONS, help="run = build, push, wait, pull, check and verify")
     p.add_argument("--run", type=Path, help="the run folder (default: a new runs/<time>-kaggle, or the latest one)")
-    p.add_argument("--seeds", type=list_of(seed), default=(0,), help="comma-separated seeds, one kernel each (default 0)")
+    p.add_argument(
+        "--seeds", type=list_of(seed), default=(0,), help="comma-separated seeds, one kernel each (default 0)"
+    )
     p.add_argument("--bundles", type=list_of(str), help="comma-separated kernel definitions in kaggle/ (default: all)")
     p.add_argument("--preset", choices=PRESET_NAMES, default="paper", help="training preset inside the kernel")
     p.add_argument("--accelerator", help=f"Kaggle machine shape (default {DEFAULT_ACCELERATOR}, the T4 x2 machine)")

@@ -3,7 +3,9 @@
 The client's traps are handled here: `import kaggle` authenticates at import time and calls
 `exit(1)` when it finds no credentials; it imports `six` without declaring it; a push whose
 reply carries an error still "succeeds", so the reply is checked; accounts without phone
-verification or without GPU quota get no GPU.
+verification or without GPU quota get no GPU; an account runs at most two GPU sessions at once.
+The service's transient failures (HTTP 429 and 5xx, dropped connections) are retried with a
+bounded exponential backoff, one warning line per retry, before a call gives up.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import tenacity
+
 from attngeom.errors import InputError
 
 if TYPE_CHECKING:  # importing the client authenticates; only `connect` does it, on demand
@@ -23,13 +27,25 @@ if TYPE_CHECKING:  # importing the client authenticates; only `connect` does it,
 
 MAX_LISTED_OUTPUTS = 500  # Kaggle lists no more of a kernel's output files
 CREDENTIALS_HELP = (
-    "create an API token at https://www.kaggle.com/settings/api and save it as ~/.kaggle/kaggle.json "
-    "(chmod 600), or export KAGGLE_USERNAME and KAGGLE_KEY, or KAGGLE_API_TOKEN"
+    "run `kaggle auth login`, or create an API token at https://www.kaggle.com/settings/api "
+    "(Generate New Token) and export it as KAGGLE_API_TOKEN or save it as ~/.kaggle/access_token; "
+    "a legacy API key works too, as ~/.kaggle/kaggle.json (chmod 600) or KAGGLE_USERNAME and KAGGLE_KEY"
 )
 GPU_HELP = (
     "Kaggle gives GPUs only to phone-verified accounts with weekly GPU quota left: verify your phone at "
     "https://www.kaggle.com/settings and check the quota with `kaggle quota`"
 )
+SESSION_CAP = "batch gpu session count"  # "Maximum batch GPU session count of 2 reached."
+RETRY_ATTEMPTS = 10  # tries per call; the waits between them double from the first to the longest
+RETRY_WAIT_S = (2.0, 300.0)  # about 14 minutes in all before a call gives up
+
+
+class KaggleUnavailable(InputError):
+    """Kaggle kept failing (HTTP 429 or 5xx, or no connection) after every retry."""
+
+
+class SessionCapReached(InputError):
+    """The account already runs as many GPU sessions as Kaggle allows; a push can wait for one."""
 
 
 def connect() -> KaggleApi:
@@ -59,19 +75,52 @@ def connect() -> KaggleApi:
     return api
 
 
-def call(what: str, fn, *args, **kwargs):
-    """Run one client call; every failure becomes a one-line InputError about `what`."""
+def _transient(exc: BaseException) -> bool:
     import requests
 
+    if isinstance(exc, requests.HTTPError):
+        code = exc.response.status_code if exc.response is not None else None
+        return code is not None and (code == 429 or code >= 500)
+    return isinstance(exc, (requests.ConnectionError, requests.Timeout))
+
+
+def _describe(exc: BaseException) -> str:
+    response = getattr(exc, "response", None)
+    return f"Kaggle answered HTTP {response.status_code}" if response is not None else f"{type(exc).__name__}"
+
+
+def call(what: str, fn, *args, **kwargs):
+    """Run one client call, retrying transient failures; every failure becomes a one-line InputError about `what`."""
+    import requests
+
+    def warn(attempt: tenacity.RetryCallState) -> None:
+        print(
+            f"warning: {what}: {_describe(attempt.outcome.exception())}; retry {attempt.attempt_number} of "
+            f"{RETRY_ATTEMPTS - 1} in {attempt.next_action.sleep:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    retrying = tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(RETRY_ATTEMPTS),
+        wait=tenacity.wait_exponential(multiplier=RETRY_WAIT_S[0], max=RETRY_WAIT_S[1]),
+        retry=tenacity.retry_if_exception(_transient),
+        before_sleep=warn,
+        reraise=True,
+    )
     try:
-        return fn(*args, **kwargs)
+        return retrying(fn, *args, **kwargs)
     except requests.HTTPError as exc:
         code = exc.response.status_code if exc.response is not None else "?"
         if code in (401, 403):
             raise InputError(f"{what}: Kaggle refused the credentials (HTTP {code}); {CREDENTIALS_HELP}") from exc
-        raise InputError(f"{what}: Kaggle answered HTTP {code} ({exc}); retry later") from exc
+        if _transient(exc):
+            raise KaggleUnavailable(f"{what}: Kaggle still answers HTTP {code} after {RETRY_ATTEMPTS} tries") from exc
+        raise InputError(f"{what}: Kaggle answered HTTP {code} ({exc})") from exc
     except requests.RequestException as exc:
-        raise InputError(f"{what}: cannot reach Kaggle ({type(exc).__name__}); check the connection and retry") from exc
+        raise KaggleUnavailable(
+            f"{what}: cannot reach Kaggle after {RETRY_ATTEMPTS} tries ({type(exc).__name__}); check the connection"
+        ) from exc
     except ValueError as exc:  # the client's own checks, and its reading of 401/403 replies
         raise InputError(f"{what}: {exc}") from exc
 
@@ -81,27 +130,36 @@ def username_of(api: KaggleApi) -> str:
     return api.config_values.get(api.CONFIG_NAME_USER) or ""
 
 
+def _hours(delta) -> str:
+    return f"{delta.total_seconds() / 3600:.1f} h" if delta is not None else "?"
+
+
 def check_gpu_quota(api: KaggleApi) -> None:
-    """Refuse to push when the account has no GPU time left (or none at all: no phone verification)."""
+    """Say what GPU quota the service reports, and refuse to push when none is left (or there is none)."""
     try:
-        reply = api.quota_view()
-    except Exception as exc:  # advisory only: the push reply has the last word
-        print(f"warning: could not read the GPU quota ({type(exc).__name__}); pushing anyway", file=sys.stderr)
+        reply = call("GPU quota", api.quota_view)
+    except InputError as exc:  # advisory only: the push reply has the last word
+        print(f"warning: could not read the GPU quota ({exc}); pushing anyway", file=sys.stderr, flush=True)
         return
     quota = reply.gpu_quota
     if quota is None or quota.total_time_allowed is None:
+        print("GPU quota: not reported by Kaggle", flush=True)
         return
-    used = quota.time_used.total_seconds() if quota.time_used is not None else 0.0
-    if quota.total_time_allowed.total_seconds() - used <= 0:
-        refresh = reply.quota_refresh_time
-        raise InputError(f"no GPU quota left ({quota.total_time_allowed} a week, next refresh {refresh}); {GPU_HELP}")
+    allowed, used = quota.total_time_allowed, quota.time_used
+    refresh = reply.quota_refresh_time
+    print(f"GPU quota: {_hours(used)} used of {_hours(allowed)} this week (refreshes {refresh})", flush=True)
+    if allowed.total_seconds() - (used.total_seconds() if used is not None else 0.0) <= 0:
+        raise InputError(f"no GPU quota left ({_hours(allowed)} this week, next refresh {refresh}); {GPU_HELP}")
 
 
 def push_kernel(api: KaggleApi, kernel_id: str, folder: Path, timeout: int, accelerator: str) -> tuple[int, str]:
     """Push the kernel folder `folder` as `kernel_id`; its new (version number, url)."""
-    reply = call(f"push {kernel_id}", api.kernels_push, str(folder), str(timeout), accelerator)
+    with contextlib.redirect_stdout(io.StringIO()):  # the client prints the reply; it is checked here
+        reply = call(f"push {kernel_id}", api.kernels_push, str(folder), str(timeout), accelerator)
     if reply is None or reply.error:  # the client prints such errors and carries on; we stop
         error = "no reply" if reply is None else reply.error
+        if SESSION_CAP in error.lower():
+            raise SessionCapReached(f"push {kernel_id}: {error}")
         hint = f"; {GPU_HELP}" if any(w in error.lower() for w in ("phone", "gpu", "accelerator", "quota")) else ""
         raise InputError(f"push {kernel_id}: Kaggle refused it: {error}{hint}")
     return reply.version_number, reply.url
