@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import shutil
 import urllib.request
 
@@ -127,3 +128,60 @@ def test_the_harness_trains_as_the_author_script_on_this_machine(tmp_path):
     assert doc["verdict"] == "PASS", failed
     assert all(len(doc["original"][v]["losses"]) == len(doc["harness"][v]["losses"]) == 3 for v in failed)
     assert (tmp_path / fidelity.FIDELITY_JSON).is_file()
+
+
+@pytest.fixture()
+def run_folder(tmp_path):
+    from attngeom.training import runs
+
+    return runs.RunFolder(tmp_path / "run", config={"preset": "smoke"})
+
+
+def test_no_preflight_on_a_cpu_unless_asked(run_folder, monkeypatch):
+    monkeypatch.setattr(fidelity, "check", lambda *a: pytest.fail("the check ran"))
+    fidelity.run_preflight(run_folder, ("softmax",), None)
+    fidelity.run_preflight(run_folder, ("softmax",), 0)
+    assert "preflight" not in run_folder.manifest
+
+
+def test_a_failed_preflight_is_recorded_and_training_goes_on(run_folder, monkeypatch, capsys):
+    def failing(variants, steps, out_file):
+        doc = {**fidelity.compare(_side(), {"softmax": {**_side()["softmax"], "parameters": 9}}), "steps": steps,
+               "device": {"platform": "cpu", "kind": "cpu"}, "cpu": {"model": "Some CPU", "cores": 2}}  # fmt: skip
+        out_file.write_text("{}", encoding="utf-8")
+        return doc
+
+    monkeypatch.setattr(fidelity, "check", failing)
+    fidelity.run_preflight(run_folder, ("softmax", "yat_b"), 2)
+    record = json.loads((run_folder.path / "manifest.json").read_text())["preflight"]
+    assert record == {"verdict": "FAIL", "steps": 2, "device": "cpu", "file": "fidelity.json"}
+    assert "warning: preflight fidelity FAIL" in capsys.readouterr().err
+
+
+def test_a_preflight_that_cannot_run_is_an_error_record(run_folder, monkeypatch):
+    def unusable(variants, steps, out_file):
+        raise InputError("download failed")
+
+    monkeypatch.setattr(fidelity, "check", unusable)
+    fidelity.run_preflight(run_folder, ("softmax",), 1)
+    assert run_folder.manifest["preflight"]["verdict"] == "ERROR"
+    assert "download failed" in run_folder.manifest["preflight"]["error"]
+
+
+def test_a_negative_preflight_is_refused(tmp_path, capsys):
+    assert cli.main(["rerun", "--preset", "smoke", "--preflight", "-1", "--out", str(tmp_path / "r")]) == 2
+    assert "--preflight" in capsys.readouterr().err and not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_a_rerun_with_a_preflight_keeps_its_fidelity_file(tmp_path):
+    from attngeom.training.runs import require_complete
+
+    run = tmp_path / "run"
+    status = cli.main(["rerun", "--preset", "smoke", "--variants", "softmax", "--preflight", "1", "--quiet",
+                       "--out", str(run)])  # fmt: skip
+    assert status in (0, 1)  # a softmax-only smoke run judges few claims; the preflight is what is tested
+    manifest = require_complete(run)
+    assert manifest["preflight"] == {"verdict": "PASS", "steps": 1, "device": "cpu", "file": "fidelity.json"}
+    assert "fidelity.json" in manifest["files"]
+    assert json.loads((run / "fidelity.json").read_text())["variants"] == ["softmax"]

@@ -227,6 +227,34 @@ def preflight(run_dir: Path, variants: tuple[str, ...], steps: int) -> dict:
     return {"verdict": doc["verdict"], "steps": steps, "device": doc["device"]["kind"], "file": FIDELITY_JSON}
 
 
+def step_count(text: str) -> int:
+    """An argparse `type=`: a number of steps, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of steps, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a number of steps is 0 or more, got {value}")
+    return value
+
+
+def run_preflight(folder, variants: tuple[str, ...], requested: int | None) -> None:
+    """Before a rerun: the check of `requested` steps (default: 3 on a GPU, none on a CPU) into its manifest.
+
+    A failed or impossible check does not stop the run; the manifest's `preflight` records it.
+    """
+    import jax
+
+    on_gpu = jax.devices()[0].platform == "gpu"
+    steps = requested if requested is not None else (DEFAULT_STEPS if on_gpu else 0)
+    if steps:
+        record = preflight(folder.path, variants, steps)
+        folder.update(preflight=record)
+        if record["verdict"] != "PASS":
+            print(f"warning: preflight fidelity {record['verdict']}; training continues, the manifest records it",
+                  file=sys.stderr)  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     """Check, print the table, write fidelity.json; 0 match, 1 mismatch."""
     from attngeom.training.rerun import deterministic_device
