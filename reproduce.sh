@@ -4,6 +4,7 @@
 #   ./reproduce.sh [verify] [--bundles DIR] [--out DIR]   judge every quoted number (default)
 #   ./reproduce.sh rerun --backend local --preset smoke   retrain the seed-0 runs, then judge them
 #   ./reproduce.sh test [pytest args]                     run the test suite
+#   ./reproduce.sh bench verify|train [--quick]           time the verify stage or the training
 #   ./reproduce.sh --help                                 every subcommand
 #
 # The first run builds a virtual environment from the hash-pinned requirements.lock.
@@ -57,5 +58,10 @@ ensure_venv
 export PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}"
 case "${1:-}" in
   test) shift; cd "$here" && exec "$venv/bin/python" -m pytest "$@" ;;
+  bench)
+    case "${2:-}" in
+      verify|train) exec "$venv/bin/python" "$here/bench/bench_$2.py" "${@:3}" ;;
+      *) die "usage: reproduce.sh bench verify|train [--quick] (see bench/)" ;;
+    esac ;;
   *) exec "$venv/bin/python" -m attngeom "$@" ;;
 esac

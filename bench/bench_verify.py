@@ -5,7 +5,9 @@ three models, report written) and (b) the hull census of all three models, and c
 with the baseline of the author's analysis, one HiGHS linear program per key, run in the same
 process on the same keys (with identical results asserted).
 
-    ATTNGEOM_MIRROR=../shared/mirror ./reproduce.sh bench   # or: python bench/bench_verify.py
+    ./reproduce.sh bench verify [--quick]   # or, in the environment: python bench/bench_verify.py
+
+--quick: 3 runs, and the baseline on the keys of layer 0 only (under a minute on 2 CPU cores).
 """
 
 from __future__ import annotations
@@ -42,14 +44,16 @@ def lp_census(k_LHTD: np.ndarray) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="3 runs; census and baseline on layer 0's keys only")
+    parser.add_argument("--runs", type=int, help="timed runs of the verify stage and the census (default 7, quick 3)")
     parser.add_argument("--baseline-runs", type=int, default=1, help="runs of the per-key LP baseline (about 40 s each)")
     args = parser.parse_args()
+    args.runs = args.runs or (3 if args.quick else 7)
 
     root = fetch.fetch_bundles()
     models = bundles.load_models(root)
-    keys = [m.k_LHTD for m in models.values()]
+    keys = [m.k_LHTD[:1] if args.quick else m.k_LHTD for m in models.values()]
 
     with tempfile.TemporaryDirectory() as out:
         def verify_stage():
@@ -65,7 +69,8 @@ def main() -> None:
     assert all(np.array_equal(a, b.reshape(a.shape)) for a, b in zip(ours, base)), "census differs from the LP baseline"
 
     print(f"verify stage (3 models, all claims, report): median {t_verify:.3f} s over {args.runs} runs")
-    print(f"hull census (3 x 3,072 keys), certificates + LP: median {t_hull:.3f} s over {args.runs} runs")
+    n_keys = f"3 x {keys[0][..., 0].size:,} keys"
+    print(f"hull census ({n_keys}), certificates + LP: median {t_hull:.3f} s over {args.runs} runs")
     print(f"hull census, one LP per key (baseline): median {t_base:.3f} s over {args.baseline_runs} runs")
     print(f"speed-up of the census: {t_base / t_hull:.0f}x, identical verdicts ({sum(int(a.sum()) for a in ours)} inside)")
 
