@@ -174,7 +174,9 @@ def check(variants: tuple[str, ...], steps: int, out_file: Path) -> dict:
     from attngeom.training.runs import environment
 
     _validate(variants, steps)
+    print(f"fidelity: {steps} steps of {', '.join(variants)} with this harness", file=sys.stderr, flush=True)
     harness, lrs = harness_side(variants, steps)
+    print("fidelity: the same with the author's script (a subprocess, offline)", file=sys.stderr, flush=True)
     original, original_device = original_side(variants, steps, lrs)
     result = compare(original, harness)
     doc = {
@@ -211,7 +213,7 @@ def summary_line(doc: dict) -> str:
     how = f"{equal} of {len(flat)} figures exactly equal" + ("" if doc["verdict"] == "FAIL" or equal == len(flat) else
                                                              ", the others within the tolerance")  # fmt: skip
     device = doc["device"]["kind"] if doc["device"]["platform"] != "cpu" else doc["cpu"]["model"]
-    return f"fidelity: {doc['verdict']} ({how}; {doc['steps']} steps on {device})"
+    return f"fidelity: {doc['verdict']} ({how}; {doc['steps']} step{'s' if doc['steps'] != 1 else ''} on {device})"
 
 
 def preflight(run_dir: Path, variants: tuple[str, ...], steps: int) -> dict:
