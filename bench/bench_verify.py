@@ -28,13 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from attngeom import bundles, fetch, hull, verify  # noqa: E402
 
 
-def median_time(fn, runs: int) -> float:
+def median_time(fn, runs: int):
+    """(median wall time of `runs` calls of `fn`, the last call's result)."""
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        fn()
+        result = fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(times), result
 
 
 def lp_census(k_LHTD: np.ndarray) -> np.ndarray:
@@ -61,11 +62,9 @@ def main() -> None:
                 verify.run_verify(root, Path(out))
 
         verify_stage()  # warm caches (imports, page cache)
-        t_verify = median_time(verify_stage, args.runs)
-    t_hull = median_time(lambda: [hull.inside_hull(k) for k in keys], args.runs)
-    ours = [hull.inside_hull(k) for k in keys]
-    base = [lp_census(k) for k in keys]
-    t_base = median_time(lambda: [lp_census(k) for k in keys], args.baseline_runs)
+        t_verify, _ = median_time(verify_stage, args.runs)
+    t_hull, ours = median_time(lambda: [hull.inside_hull(k) for k in keys], args.runs)
+    t_base, base = median_time(lambda: [lp_census(k) for k in keys], args.baseline_runs)
     assert all(np.array_equal(a, b.reshape(a.shape)) for a, b in zip(ours, base)), "census differs from the LP baseline"
 
     print(f"verify stage (3 models, all claims, report): median {t_verify:.3f} s over {args.runs} runs")

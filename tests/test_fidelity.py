@@ -102,7 +102,8 @@ def test_the_script_gets_the_verified_corpus_and_nothing_else(tmp_path):
     script.write_text(
         "import urllib.request\n"
         f"TEXT = urllib.request.urlopen({fetch.CORPUS_URL!r}, timeout=60).read()\n"
-        "try:\n    urllib.request.urlopen('https://example.org/other')\nexcept PermissionError as e:\n    REFUSED = str(e)\n",
+        "try:\n    urllib.request.urlopen('https://example.org/other')\n"
+        "except PermissionError as e:\n    REFUSED = str(e)\n",
         encoding="utf-8",
     )
     real = urllib.request.urlopen

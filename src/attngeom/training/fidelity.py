@@ -108,8 +108,9 @@ def original_side(variants: tuple[str, ...], steps: int, lrs: dict[str, float]) 
         job = {"script": str(script), "corpus": str(corpus), "workdir": tmp, "steps": steps,
                "lrs": {v: lrs[v] for v in variants}}  # fmt: skip
         (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
-        done = subprocess.run([sys.executable, "-m", "attngeom.training.original", str(work / "job.json")],
-                              check=False, env=_child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        command = [sys.executable, "-m", "attngeom.training.original", str(work / "job.json")]
+        done = subprocess.run(command, check=False, env=_child_env(), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)  # fmt: skip
         if done.returncode != 0 or not (work / original.RESULT).is_file():
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise InputError(f"the author's training script failed (exit {done.returncode}): {last}")

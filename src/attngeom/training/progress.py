@@ -21,7 +21,8 @@ class StepProgress:
     """Progress of one training run of `total` steps, `done` of them already (a resumed run)."""
 
     def __init__(self, label: str, total: int, done: int = 0, quiet: bool = False, stream: TextIO | None = None,
-                 every_steps: int = 500, every_s: float = 60.0, clock: Callable[[], float] = time.monotonic):  # fmt: skip
+                 every_steps: int = 500, every_s: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic):  # fmt: skip
         self.label, self.total, self.done, self.quiet = label, total, done, quiet
         self.stream = stream if stream is not None else sys.stderr
         self.terminal = self.stream.isatty()
@@ -63,7 +64,8 @@ class StepProgress:
         t0, n0 = self.measured_from
         rate = (self.done - n0) / (now - t0) if now > t0 else float("nan")
         left = tqdm.format_interval((self.total - self.done) / rate) if rate > 0 else "?"
-        self._line(f"{self.label}: step {self.done}/{self.total}, loss {self.loss:.4f}, {rate:.2f} steps/s, {left} left")
+        where = f"{self.label}: step {self.done}/{self.total}, loss {self.loss:.4f}"
+        self._line(f"{where}, {rate:.2f} steps/s, {left} left")
         self.last_line = (now, self.done)
 
     def note(self, text: str) -> None:

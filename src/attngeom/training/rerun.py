@@ -220,5 +220,5 @@ def register(subparsers) -> None:
     p.add_argument("--preflight", type=step_count, metavar="N",
                    help="first compare N paper-preset steps with the author's script (`fidelity`); "
                    "default 3 on a GPU, 0 (skip) on a CPU")  # fmt: skip
-    p.add_argument("--quiet", action="store_true", help="no progress bar or evaluation lines")
+    p.add_argument("--quiet", action="store_true", help="no progress output or evaluation lines")
     p.set_defaults(func=run)
