@@ -2,7 +2,8 @@
 # The GPU check, in order: `fidelity` on the GPU (the author's script against the harness), the
 # training benchmark (steps/s, the harness against the per-step loop, per variant), then the full
 # paper rerun of softmax, yat_b and goat_v judged with the rerun tier. Its figures go into one
-# small JSON, gpu_check.json, beside each step's own output. Sized for 10 minutes on one GPU.
+# small JSON, gpu_check.json, beside each step's own output. Meant to fit in 10 minutes on one
+# GPU (not yet run on one).
 #
 #   bench/gpu_check.sh [OUTDIR]          results under $OUT if set, else OUTDIR
 #   bench/gpu_check.sh --smoke OUTDIR    every step, tiny (any machine; a test runs it on a CPU)
