@@ -4,7 +4,7 @@
 #   ./reproduce.sh [verify] [--bundles DIR] [--out DIR]   judge every quoted number (default)
 #   ./reproduce.sh rerun --backend local --preset smoke   retrain the seed-0 runs, then judge them
 #   ./reproduce.sh test [pytest args]                     run the test suite
-#   ./reproduce.sh bench verify|train [args]              run a benchmark of bench/
+#   ./reproduce.sh bench verify|train [--quick]           time the verify stage or the training
 #   ./reproduce.sh --help                                 every subcommand
 #
 # The first run builds a virtual environment from the hash-pinned requirements.lock.
@@ -59,7 +59,9 @@ export PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}"
 case "${1:-}" in
   test) shift; cd "$here" && exec "$venv/bin/python" -m pytest "$@" ;;
   bench)
-    [ -f "$here/bench/bench_${2:-}.py" ] || die "bench: which benchmark, verify or train? (./reproduce.sh bench verify --help)"
-    what="$2"; shift 2; cd "$here" && exec "$venv/bin/python" "bench/bench_$what.py" "$@" ;;
+    case "${2:-}" in
+      verify|train) exec "$venv/bin/python" "$here/bench/bench_$2.py" "${@:3}" ;;
+      *) die "usage: reproduce.sh bench verify|train [--quick] (see bench/)" ;;
+    esac ;;
   *) exec "$venv/bin/python" -m attngeom "$@" ;;
 esac

@@ -5,22 +5,29 @@ Both draw every batch on the host with the original seeds inside the timed regio
 the same initial model, and must produce identical losses. Prints steps/s per variant (median
 of --repeats timed runs of --steps steps, compilation excluded) and the ratio harness/baseline.
 
-    PYTHONPATH=src python bench/bench_train.py --steps 20 --repeats 3 [--preset paper]
+    ./reproduce.sh bench train [--quick] [--json FILE]   # or, in the environment: python bench/bench_train.py
+
+--quick: the smoke preset (a minute on 2 CPU cores); the default is the paper preset.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import jax
 import numpy as np
 import optax
 from flax import nnx
 
-from attngeom.training import data, train
-from attngeom.training.model import build
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from attngeom.training import data, train  # noqa: E402
+from attngeom.training.model import build  # noqa: E402
 
 
 def baseline(variant: str, cfg: train.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
@@ -70,25 +77,35 @@ def harness(variant: str, cfg: train.TrainConfig, corpus: data.Corpus, steps: in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="paper", choices=tuple(train.PRESETS))
+    parser.add_argument("--quick", action="store_true", help="the smoke preset, 20 steps (about a minute on a CPU)")
+    parser.add_argument("--preset", choices=tuple(train.PRESETS), help="default: paper (smoke with --quick)")
     parser.add_argument("--variants", default="softmax,yat_b,goat_v")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per run")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per method (the median is reported)")
     parser.add_argument("--chunk", type=int, help="harness steps per device call (default: the preset's)")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
-    cfg = train.preset(args.preset, chunk=args.chunk)
+    preset = args.preset or ("smoke" if args.quick else "paper")
+    cfg = train.preset(preset, chunk=args.chunk)
     corpus = data.load_corpus()
     device = jax.devices()[0]
-    print(f"device: {device.platform} ({device.device_kind}); preset {args.preset};"
+    print(f"device: {device.platform} ({device.device_kind}); preset {preset};"
           f" {args.steps} steps x {args.repeats} runs; chunk {cfg.chunk}")  # fmt: skip
     print(f"{'variant':8} {'baseline steps/s':>17} {'harness steps/s':>16} {'ratio':>6}  losses")
+    figures = {}
     for variant in args.variants.split(","):
         base_losses, base_rates = baseline(variant, cfg, corpus, args.steps, args.repeats)
         ours_losses, ours_rates = harness(variant, cfg, corpus, args.steps, args.repeats)
         base, ours = statistics.median(base_rates), statistics.median(ours_rates)
-        same = "identical" if np.array_equal(base_losses, ours_losses) else (
-            f"DIFFER (max abs {np.max(np.abs(base_losses - ours_losses)):.3g})")  # fmt: skip
+        identical = bool(np.array_equal(base_losses, ours_losses))
+        same = "identical" if identical else f"DIFFER (max abs {np.max(np.abs(base_losses - ours_losses)):.3g})"
         print(f"{variant:8} {base:17.2f} {ours:16.2f} {ours / base:6.2f}  {same}", flush=True)
+        figures[variant] = {"baseline_steps_per_s": base, "harness_steps_per_s": ours, "ratio": ours / base,
+                            "identical_losses": identical}  # fmt: skip
+    if args.json:
+        doc = {"device": {"platform": device.platform, "kind": device.device_kind}, "preset": preset,
+               "steps": args.steps, "repeats": args.repeats, "chunk": cfg.chunk, "variants": figures}  # fmt: skip
+        args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ queries in shuffled positions), against (a) as the baseline, and (c) the hull ce
 models, compared with the baseline of the author's analysis, one HiGHS linear program per key,
 run in the same process on the same keys (with identical results asserted).
 
-    ATTNGEOM_MIRROR=../shared/mirror ./reproduce.sh bench verify   # or: python bench/bench_verify.py
+    ./reproduce.sh bench verify [--quick]   # or, in the environment: python bench/bench_verify.py
+
+--quick: 3 runs, the census and the baseline on the keys of layer 0 only, 4 windows per model.
 """
 
 from __future__ import annotations
@@ -31,13 +33,14 @@ from bundle_tools import add_windows, copy_published
 from attngeom import bundles, fetch, hull, verify
 
 
-def median_time(fn, runs: int) -> float:
+def median_time(fn, runs: int):
+    """(median wall time of `runs` calls of `fn`, the last call's result)."""
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        fn()
+        result = fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return statistics.median(times), result
 
 
 def lp_census(k_LHTD: np.ndarray) -> np.ndarray:
@@ -47,15 +50,19 @@ def lp_census(k_LHTD: np.ndarray) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--baseline-runs", type=int, default=1, help="runs of the per-key LP baseline (about 40 s each; 0 skips it)")
-    parser.add_argument("--windows", type=int, default=16, help="windows per model in the windows case (default 16)")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="3 runs; census and baseline on layer 0's keys only")
+    parser.add_argument("--runs", type=int, help="timed runs of the verify stage and the census (default 7, quick 3)")
+    parser.add_argument("--baseline-runs", type=int, default=1,
+                        help="runs of the per-key LP baseline (about 40 s each; 0 skips it)")  # fmt: skip
+    parser.add_argument("--windows", type=int, help="windows per model in the windows case (default 16, quick 4)")
     args = parser.parse_args()
+    args.runs = args.runs or (3 if args.quick else 7)
+    args.windows = args.windows or (4 if args.quick else 16)
 
     root = fetch.fetch_bundles()
     models = bundles.load_models(root)
-    keys = [m.k_LHTD for m in models.values()]
+    keys = [m.k_LHTD[:1] if args.quick else m.k_LHTD for m in models.values()]
 
     with tempfile.TemporaryDirectory() as tmp:
         windowed = copy_published(root, Path(tmp) / "windowed")
@@ -68,22 +75,23 @@ def main() -> None:
 
         verify_stage(root)  # warm caches (imports, page cache)
         # Alternate the two cases so a change in the machine's load hits both alike.
-        pairs = [(median_time(lambda: verify_stage(root), 1), median_time(lambda: verify_stage(windowed), 1)) for _ in range(args.runs)]
+        pairs = [
+            (median_time(lambda: verify_stage(root), 1)[0], median_time(lambda: verify_stage(windowed), 1)[0])
+            for _ in range(args.runs)
+        ]
         t_verify, t_windows = (statistics.median(p[i] for p in pairs) for i in (0, 1))
-    t_hull = median_time(lambda: [hull.inside_hull(k) for k in keys], args.runs)
-    ours = [hull.inside_hull(k) for k in keys]
-    if args.baseline_runs:
-        base = [lp_census(k) for k in keys]
-        t_base = median_time(lambda: [lp_census(k) for k in keys], args.baseline_runs)
-        assert all(np.array_equal(a, b.reshape(a.shape)) for a, b in zip(ours, base)), "census differs from the LP baseline"
+    t_hull, ours = median_time(lambda: [hull.inside_hull(k) for k in keys], args.runs)
 
     print(f"verify stage (3 models, all claims, report): median {t_verify:.3f} s over {args.runs} runs")
     print(
         f"verify stage with {args.windows} windows per model: median {t_windows:.3f} s over {args.runs} runs; "
         f"the extra windows cost {t_windows - t_verify:.3f} s ({t_windows / t_verify:.2f}x the plain stage)"
     )
-    print(f"hull census (3 x 3,072 keys), certificates + LP: median {t_hull:.3f} s over {args.runs} runs")
+    n_keys = f"3 x {keys[0][..., 0].size:,} keys"
+    print(f"hull census ({n_keys}), certificates + LP: median {t_hull:.3f} s over {args.runs} runs")
     if args.baseline_runs:
+        t_base, base = median_time(lambda: [lp_census(k) for k in keys], args.baseline_runs)
+        assert all(np.array_equal(a, b.reshape(a.shape)) for a, b in zip(ours, base)), "census differs from the baseline"
         print(f"hull census, one LP per key (baseline): median {t_base:.3f} s over {args.baseline_runs} runs")
         print(f"speed-up of the census: {t_base / t_hull:.0f}x, identical verdicts ({sum(int(a.sum()) for a in ours)} inside)")
 

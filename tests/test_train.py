@@ -1,4 +1,8 @@
-"""The training harness: event-aligned chunks, the same losses as a per-step loop, the fidelity."""
+"""The training harness: event-aligned chunks, the same losses as a per-step loop, checkpoints.
+
+That it trains as the author's script does is checked against that script on the same machine
+(tests/test_fidelity.py), not against losses frozen on another CPU.
+"""
 
 from __future__ import annotations
 
@@ -16,13 +20,6 @@ TINY = config.TrainConfig(
     model=ModelConfig(d_model=16, layers=2, heads=2, seq_len=16, d_ff=32),
     batch=4, steps=23, eval_every=10, val_batches=2, chunk=4,
 )  # fmt: skip
-
-# ORIGINAL_RUNS.md: training loss at steps 0, 1, 2 (paper preset, seed 0, CPU).
-ORIGINAL_LOSSES = {
-    "softmax": (4.734400, 3.737258, 3.495338),
-    "yat_b": (4.751574, 3.751413, 3.865038),
-    "goat_v": (4.566922, 5.168651, 6.201486),
-}
 
 
 @pytest.fixture(scope="module")
@@ -112,41 +109,6 @@ def test_softmax_records_no_kernel_scalars(corpus):
     result = train.train_variant("softmax", 0, replace(TINY, steps=2), corpus)
     assert result.b_LH is None and result.eps_LH is None
     assert sorted(result.maps) == [0, 1]
-
-
-def _first_three_losses(corpus, variant: str) -> np.ndarray:
-    cfg = config.preset("paper", chunk=3)
-    graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
-    run_chunk = train.make_chunk(train.make_step(graphdef, tx))
-    return np.asarray(run_chunk(state, *train.chunk_batches(corpus, cfg, 0, 0, 3))[1])
-
-
-@pytest.fixture(scope="module")
-def first_losses(corpus) -> dict[str, np.ndarray]:
-    return {variant: _first_three_losses(corpus, variant) for variant in ORIGINAL_LOSSES}
-
-
-# How many of the three losses are reproduced to 1e-5; see the xfail below for the others.
-MATCHED_STEPS = {"softmax": 3, "yat_b": 2, "goat_v": 3}
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("variant", sorted(ORIGINAL_LOSSES))
-def test_training_losses_match_the_original(first_losses, variant):
-    n = MATCHED_STEPS[variant]
-    np.testing.assert_allclose(first_losses[variant][:n], ORIGINAL_LOSSES[variant][:n], rtol=1e-5)
-
-
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="adamw's first steps amplify float32 round-off in the kernel's gradient: the author's public "
-    "training script gives this same step-2 loss on this machine, and algebraically equal orders move it by up to 0.5%",
-)
-@pytest.mark.parametrize("variant", ["yat_b"])
-def test_kernel_losses_after_the_first_update_match_the_original(first_losses, variant):
-    n = MATCHED_STEPS[variant]
-    np.testing.assert_allclose(first_losses[variant][n:], ORIGINAL_LOSSES[variant][n:], rtol=1e-5)
 
 
 def test_a_diverging_run_stops_with_a_clear_error(corpus):

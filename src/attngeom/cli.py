@@ -1,4 +1,4 @@
-"""The command line: `python -m attngeom [verify|rerun|kaggle|docker|figures] ...`.
+"""The command line: `python -m attngeom [verify|rerun|fidelity|kaggle|docker|figures] ...`.
 
 Each subcommand lives in its own module, which exposes `register(subparsers)`; the parser it
 adds sets `func`, called with the parsed arguments and returning the exit status. Unusable
@@ -17,6 +17,7 @@ from attngeom.errors import EXIT_INPUT, InputError
 SUBCOMMAND_MODULES = (
     "attngeom.verify",
     "attngeom.training.rerun",
+    "attngeom.training.fidelity",
     "attngeom.backends.kaggle",
     "attngeom.backends.docker",
     "attngeom.figures",

@@ -25,6 +25,8 @@ BLOG_BASE = "https://raw.githubusercontent.com/mlnomadpy/blog/2f48c7fc4e18217d04
 BUNDLE_BASE = BLOG_BASE + "scripts/results/"
 # The kernel-attention companion's quality runs: the source of the quoted quality gap.
 COMPANION_URL = BLOG_BASE + "public/attention-is-a-compatibility-kernel/runs.json"
+# The author's training script, as published beside the bundles (run by `fidelity`, never copied).
+AUTHOR_SCRIPT_URL = BUNDLE_BASE + "kgl_blog-attngeom-qk/exp/yat_attention.py"
 
 # URL -> sha256 of each remote file, pinned to the author's commit of the published runs.
 REGISTRY: dict[str, str] = {
@@ -45,6 +47,7 @@ REGISTRY: dict[str, str] = {
             "kgl_blog-yatattn-b-telem/yat_attention.json": "8694be8c97e97e6e3abab5c00e30779d696233057cf85813da666252a2291804",
             "kgl_blog-goat-telem/attn_goat_v_s0.npz": "2bb5f3ca31d5365382b64e6b4b716a2fb86dff273f93f68bad1d600711014a8c",
             "kgl_blog-goat-telem/yat_attention.json": "cdaa2d4f812f829fcb4267320edcfb68d8d62129fef3cdf5fa3f3f17cbc267b2",
+            "kgl_blog-attngeom-qk/exp/yat_attention.py": "210b97fddb95e0bd8a30ac5bd40ce251757e1f0ca0b60ee5217bd2076c2ba68b",
         }.items()
     },
 }
@@ -175,9 +178,10 @@ def origin(path: Path) -> dict:
 
 
 def fetch_bundles(names: tuple[str, ...] = PUBLISHED_BUNDLES, mirror: Path | None = None) -> Path:
-    """Fetch every file of the named published bundles; return the folder that holds them."""
+    """Fetch every file of the named published bundles (not their `exp/` sources); return their folder."""
     for url in REGISTRY:
-        if any(url.startswith(BUNDLE_BASE + name + "/") for name in names):
+        if any(url.startswith(BUNDLE_BASE + name + "/") and "/" not in url.removeprefix(BUNDLE_BASE + name + "/")
+               for name in names):  # fmt: skip
             fetch(url, mirror)
     return cache_dir() / url_path(BUNDLE_BASE)
 
@@ -190,3 +194,8 @@ def fetch_corpus(mirror: Path | None = None) -> Path:
 def fetch_companion(mirror: Path | None = None) -> Path:
     """Fetch the kernel-attention companion's runs.json (three seeds per mechanism)."""
     return fetch(COMPANION_URL, mirror)
+
+
+def fetch_author_script(mirror: Path | None = None) -> Path:
+    """Fetch the author's training script (`yat_attention.py` at the pinned commit)."""
+    return fetch(AUTHOR_SCRIPT_URL, mirror)

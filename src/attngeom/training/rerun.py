@@ -14,6 +14,10 @@ deleted once the run completes, except in a run stopped early with `--stop-after
 
 Only this module's `train_bundles` loads jax: the command line, the options and the run folders
 work without it.
+
+Before training on a GPU, a preflight runs `fidelity` for a few steps (`--preflight N`; on a CPU
+only when asked): `fidelity.json` goes into the run folder and its verdict into the manifest's
+`preflight`. A failed preflight does not stop the run; it is recorded.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from attngeom.bundles import RUN_JSON, write_attn_npz, write_geom_npz
 from attngeom.errors import InputError
@@ -131,6 +134,7 @@ def write_windows_npz(path: Path, result) -> None:
 def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int, ...], quiet: bool) -> dict:
     """Train every requested variant and seed into its bundle folder; per-variant wall times."""
     from attngeom.training import train  # the one place jax is loaded: after `deterministic_device`
+    from attngeom.training.progress import StepProgress
 
     walls = {}
     for bundle, members in BUNDLES.items():
@@ -142,23 +146,20 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
         results = []
         for seed in seeds:
             for variant in chosen:
-                bar = tqdm(total=cfg.steps_done(), desc=f"{variant} s{seed}", unit="step", disable=quiet, file=sys.stderr,
-                           dynamic_ncols=True, mininterval=1.0)  # fmt: skip
-
-                def on_steps(first, losses, variant=variant, seed=seed, bar=bar):
-                    run.log_steps(variant, seed, first, losses)
-                    bar.set_postfix(loss=f"{losses[-1]:.4f}", refresh=False)
-                    bar.update(len(losses))
-
-                def on_eval(step, val, variant=variant, bar=bar):
-                    if not quiet:
-                        bar.write(f"{variant} step {step}: val loss {val:.4f}")
-
                 checkpoint = runs.checkpoint_path(run.path, variant, seed)
-                bar.update(runs.checkpoint_step(checkpoint, cfg.steps))
+                done = runs.checkpoint_step(checkpoint, cfg.steps)
+                progress = StepProgress(f"{variant} s{seed}", cfg.steps_done(), done, quiet)
+
+                def on_steps(first, losses, variant=variant, seed=seed, progress=progress):
+                    run.log_steps(variant, seed, first, losses)
+                    progress.steps(len(losses), losses[-1])
+
+                def on_eval(step, val, variant=variant, progress=progress):
+                    progress.note(f"{variant} step {step}: val loss {val:.4f}")
+
                 result = train.train_variant(variant, seed, cfg, corpus, on_steps=on_steps, on_eval=on_eval,
                                              checkpoint=checkpoint)  # fmt: skip
-                bar.close()
+                progress.close()
                 write_result(folder, result)
                 results.append(result)
                 walls[f"{variant}_s{seed}"] = round(result.wall_s, 3)
@@ -244,6 +245,10 @@ def run(args: argparse.Namespace) -> int:
         folder.update(stopped_after=plan.cfg.stop_after, windows=plan.cfg.windows)
     print(f"run folder: {folder.path}")
     try:
+        if not args.resume:
+            from attngeom.training.fidelity import run_preflight
+
+            run_preflight(folder, plan.variants, args.preflight)
         return train_and_judge(folder, plan, corpus, args.quiet)
     except BaseException as exc:
         folder.fail(exc)
@@ -254,6 +259,8 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the `rerun` subcommand."""
+    from attngeom.training.fidelity import step_count
+
     p = subparsers.add_parser("rerun", help="retrain the seed-0 runs, write the bundles, verify them",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--backend", choices=("local",), default="local", help="where to train (default: this machine)")
@@ -280,5 +287,8 @@ def register(subparsers) -> None:
     p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
     p.add_argument("--resume", type=Path, metavar="RUN",
                    help="continue an interrupted run folder from its checkpoints (its own options are used)")  # fmt: skip
-    p.add_argument("--quiet", action="store_true", help="no progress bar or evaluation lines")
+    p.add_argument("--preflight", type=step_count, metavar="N",
+                   help="first compare N paper-preset steps with the author's script (`fidelity`); "
+                   "default 3 on a GPU, 0 (skip) on a CPU")  # fmt: skip
+    p.add_argument("--quiet", action="store_true", help="no progress output or evaluation lines")
     p.set_defaults(func=run)

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The GPU check, in order: `fidelity` on the GPU (the author's script against the harness), the
+# training benchmark (steps/s, the harness against the per-step loop, per variant), then the full
+# paper rerun of softmax, yat_b and goat_v judged with the rerun tier. Its figures go into one
+# small JSON, gpu_check.json, beside each step's own output. Meant to fit in 10 minutes on one
+# GPU (not yet run on one).
+#
+#   bench/gpu_check.sh [OUTDIR]          results under $OUT if set, else OUTDIR
+#   bench/gpu_check.sh --smoke OUTDIR    every step, tiny (any machine; a test runs it on a CPU)
+#
+# A step that fails is recorded with its exit status and the next one still runs; the script's
+# own exit status is 0 when every step ran and passed, 1 when one failed or missed.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+smoke=0
+if [ "${1:-}" = "--smoke" ]; then smoke=1; shift; fi
+out="${OUT:-${1:-}}"
+if [ -z "$out" ]; then echo "usage: bench/gpu_check.sh [--smoke] OUTDIR (or set OUT)" >&2; exit 2; fi
+mkdir -p "$out" || exit 2
+out="$(cd "$out" && pwd)"
+repro="$here/reproduce.sh"
+
+if [ "$smoke" = 1 ]; then
+  fidelity_args=(--steps 1 --variants softmax)
+  bench_args=(--quick --steps 5 --repeats 1 --variants softmax)
+  rerun_args=(--preset smoke)
+else
+  fidelity_args=(--steps 3)
+  bench_args=(--steps 100 --repeats 3)
+  rerun_args=(--preset paper)
+fi
+# The fidelity step has just run; the rerun's own preflight would repeat it.
+rerun_args+=(--variants softmax,yat_b,goat_v --preflight 0)
+if "$repro" rerun --help 2>/dev/null | grep -q -- "--windows"; then
+  rerun_args+=(--windows "${ATTNGEOM_WINDOWS:-16}")
+fi
+
+step() {  # step NAME CMD...: run, log to NAME.log, record exit status and wall seconds
+  local name="$1" start rc
+  shift
+  echo "gpu_check: $name: $*" >&2
+  start=$SECONDS
+  "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  echo "$name $rc $((SECONDS - start))" >>"$out/steps.txt"
+  tail -n 3 "$out/$name.log" >&2
+}
+
+rm -f "$out/steps.txt"
+step fidelity "$repro" fidelity "${fidelity_args[@]}" --out "$out/fidelity"
+step bench_train "$repro" bench train "${bench_args[@]}" --json "$out/bench_train.json"
+step rerun "$repro" rerun "${rerun_args[@]}" --out "$out/rerun"
+
+"${ATTNGEOM_VENV:-$here/.venv}/bin/python" - "$out" "$smoke" <<'EOF'
+import json, sys
+from pathlib import Path
+
+out, smoke = Path(sys.argv[1]), sys.argv[2] == "1"
+
+
+def read(name):
+    try:
+        return json.loads((out / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+steps = {n: {"exit": int(rc), "wall_s": int(s)}
+         for n, rc, s in (line.split() for line in (out / "steps.txt").read_text().splitlines())}
+fid, bench, manifest = read("fidelity/fidelity.json"), read("bench_train.json"), read("rerun/manifest.json")
+report = read("rerun/report/report.json")
+doc = {
+    "smoke": smoke,
+    "steps": steps,
+    "device": fid and fid["device"],
+    "versions": fid and fid["versions"],
+    "fidelity": fid and {
+        "verdict": fid["verdict"], "exact": fid["exact"], "steps": fid["steps"],
+        "losses": {v: {"original": fid["original"][v]["losses"], "harness": fid["harness"][v]["losses"]}
+                   for v in fid["variants"]},
+    },
+    "bench_train": bench,
+    "rerun": manifest and {
+        "completed": manifest.get("completed"), "wall_s": manifest.get("wall_s"),
+        "variant_wall_s": manifest.get("variant_wall_s"), "verify_exit": manifest.get("verify_exit"),
+        "steps": manifest["config"]["train"]["steps"], "windows": manifest.get("windows"),
+        "summary": report and report.get("summary"),
+    },
+}
+ok = all(s["exit"] == 0 for s in steps.values())
+doc["verdict"] = "PASS" if ok else "FAIL"
+(out / "gpu_check.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+print(f"gpu_check: {doc['verdict']}; " + ", ".join(f"{n} exit {s['exit']} ({s['wall_s']} s)" for n, s in steps.items()))
+print(f"gpu_check: figures in {out / 'gpu_check.json'}")
+sys.exit(0 if ok else 1)
+EOF

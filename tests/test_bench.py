@@ -1,0 +1,45 @@
+"""The benchmarks and the GPU check run as documented: without PYTHONPATH, one command away, smoke-sized."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _env_without_pythonpath() -> dict:
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+@pytest.mark.parametrize("script", ["bench_train.py", "bench_verify.py"])
+def test_bench_scripts_run_as_they_are(script, tmp_path):
+    done = subprocess.run([sys.executable, str(REPO / "bench" / script), "--help"], cwd=tmp_path,
+                          env=_env_without_pythonpath(), capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "--quick" in done.stdout and "./reproduce.sh bench " in done.stdout
+
+
+def test_an_unknown_benchmark_is_one_error_line():
+    done = subprocess.run([str(REPO / "reproduce.sh"), "bench", "nope"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "reproduce.sh: usage: reproduce.sh bench verify|train [--quick] (see bench/)"
+    ]
+
+
+@pytest.mark.slow
+def test_the_gpu_check_runs_every_step_smoke_sized(tmp_path):
+    env = {**_env_without_pythonpath(), "OUT": ""}
+    done = subprocess.run([str(REPO / "bench" / "gpu_check.sh"), "--smoke", str(tmp_path)], env=env,
+                          capture_output=True, text=True, timeout=1800)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    doc = json.loads((tmp_path / "gpu_check.json").read_text())
+    assert list(doc["steps"]) == ["fidelity", "bench_train", "rerun"]
+    assert doc["verdict"] == "PASS" and doc["fidelity"]["verdict"] == "PASS" and doc["smoke"]
+    assert doc["bench_train"]["variants"]["softmax"]["identical_losses"]
+    assert doc["rerun"]["completed"] and doc["rerun"]["verify_exit"] == 0 and doc["rerun"]["steps"] == 60
