@@ -1,17 +1,27 @@
 """The command line: `python -m attngeom [verify|rerun|kaggle|docker|figures] ...`.
 
 Each subcommand lives in its own module, which exposes `register(subparsers)`; the parser it
-adds sets `func`, called with the parsed arguments and returning the exit status. Unusable
-input (`InputError`) becomes one line on stderr and exit status 2, never a traceback.
+adds sets `func`, called with the parsed arguments and returning the exit status. `main` is the
+one place where every way a command can end becomes its exit status (see attngeom.errors):
+unusable input is one `error:` line and 2, any other exception is one line naming it and the log
+file that holds its traceback, and 3, and Ctrl-C is one line and 130 at any moment.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import importlib
+import os
+import signal
+import socket
 import sys
+import tempfile
+import threading
+import traceback
+from pathlib import Path
 
-from attngeom.errors import EXIT_INPUT, InputError
+from attngeom.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, InputError
 
 SUBCOMMAND_MODULES = (
     "attngeom.verify",
@@ -21,6 +31,7 @@ SUBCOMMAND_MODULES = (
     "attngeom.figures",
 )
 DEFAULT_SUBCOMMAND = "verify"
+GRACE_S = 3.0  # after Ctrl-C, the time the command has to clean up before it is ended regardless
 
 
 class Parser(argparse.ArgumentParser):
@@ -42,19 +53,116 @@ def build_parser() -> Parser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse, dispatch, and turn bad input into exit status 2."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+class _Interrupt:
+    """Ctrl-C as one line and exit 130, whatever the main thread is doing.
+
+    Python's handler raises KeyboardInterrupt so that the command unwinds and removes what it
+    half-wrote. The C-level handler also wakes a watcher thread (`signal.set_wakeup_fd`), which
+    prints the line at once and ends the process after GRACE_S even when the main thread sits in
+    compiled code (an XLA compilation) or a library callback swallowed the KeyboardInterrupt.
+    A second Ctrl-C ends it at once.
+    """
+
+    def __init__(self) -> None:
+        self.seen = threading.Event()
+        self._said = threading.Lock()
+        self._count = 0
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        signal.signal(signal.SIGINT, self._raise)
+        self._pair = (reader, writer)  # kept open for the life of the process
+        threading.Thread(target=self._watch, args=(reader,), name="attngeom-interrupt", daemon=True).start()
+
+    def _raise(self, signum, frame) -> None:
+        self.seen.set()
+        raise KeyboardInterrupt
+
+    def _watch(self, reader: socket.socket) -> None:
+        while data := reader.recv(64):
+            for _ in range(data.count(signal.SIGINT)):
+                self._count += 1
+                self.seen.set()
+                self.announce()
+                if self._count > 1:
+                    os._exit(EXIT_INTERRUPT)
+                timer = threading.Timer(GRACE_S, os._exit, (EXIT_INTERRUPT,))
+                timer.daemon = True
+                timer.start()
+
+    def announce(self) -> None:
+        """Print the one line, once."""
+        if self._said.acquire(blocking=False):
+            os.write(2, b"interrupted\n")
+
+
+INTERRUPT = _Interrupt()
+
+
+def log_dir() -> Path:
+    """Where the tracebacks of internal errors are kept: the download cache's `logs/`."""
+    from attngeom.fetch import cache_dir
+
+    return cache_dir() / "logs"
+
+
+def write_traceback(exc: BaseException) -> Path:
+    """Save the full traceback of an internal error to a new log file and return its path."""
+    text = "".join(traceback.format_exception(exc))
+    header = f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} {' '.join(sys.argv)}\n"
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    for where in (log_dir, tempfile.gettempdir):
+        try:
+            folder = Path(where())
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=f"attngeom-error-{stamp}-", suffix=".log", dir=folder)
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(header + text)
+            return Path(name)
+        except Exception:  # noqa: BLE001 - any failure here falls back to the next folder
+            continue
+    raise OSError("no writable folder for the error log")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _run(argv: list[str]) -> int:
     parser = build_parser()
     commands = set(parser._subparsers._group_actions[0].choices)  # noqa: SLF001 - argparse keeps them here
     if not argv or (argv[0] not in commands and argv[0] not in ("-h", "--help")):
         argv.insert(0, DEFAULT_SUBCOMMAND)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse, dispatch, and turn every ending into its exit status (0, 1, 2, 3 or 130)."""
+    INTERRUPT.install()
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # paths with bytes that are not UTF-8 print escaped
+            stream.reconfigure(errors="backslashreplace")
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(argv)
-        return int(args.func(args))
+        status = _run(argv)
+        if INTERRUPT.seen.is_set():  # a library swallowed the KeyboardInterrupt
+            raise KeyboardInterrupt
+        return status
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        INTERRUPT.announce()
+        return EXIT_INTERRUPT
+    except Exception as exc:  # the contract: a crash is never read as a claim's verdict
+        try:
+            where = f"traceback in {write_traceback(exc)}"
+        except OSError:
+            where = "no traceback log could be written"
+        print(f"error: internal error: {type(exc).__name__}: {_one_line(exc)} ({where})", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -19,6 +19,7 @@ from PIL import Image
 from scipy.spatial import ConvexHull
 
 from attngeom import toy
+from attngeom.files import atomic_file
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 MAP_N = 160  # drawn maps' pixels per side; the judged shares use toy.GRID
@@ -72,7 +73,8 @@ def save_gif(fig, path: Path, n_frames: int, fps: float, update, moving: list) -
         for artist in moving:
             fig.draw_artist(artist)
         frames.append(Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy()))
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0)
+    with atomic_file(path) as f:  # a reader or a kill never meets half a GIF
+        frames[0].save(f, format="GIF", save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0)
 
 
 def territory(folder: Path) -> dict:

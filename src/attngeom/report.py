@@ -1,5 +1,6 @@
 """The report a reviewer reads: REPORT.md (GitHub), report.json (machine-readable, with
-provenance) and results.json (every statistic). Files are written atomically."""
+provenance), results.json (every statistic) and index.html, with the figures when they were
+drawn from the same bundles. The files are a set, written together and swapped in whole."""
 
 from __future__ import annotations
 
@@ -8,20 +9,25 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-from attngeom.files import git_commit, sha256_file, versions, write_atomic
+from attngeom import html_report, schema
+from attngeom.errors import InputError
+from attngeom.files import git_commit, replaced_folder, sha256_file, shown, versions, write_atomic
+
+REPORT_FILES = {"REPORT.md", "report.json", "results.json", html_report.INDEX}
 
 def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
     """Where the judgement came from: inputs, expected values, software, machine, date, command."""
     return {
-        "inputs": {str(p): sha256_file(p) for p in inputs},
+        "inputs": {shown(p): sha256_file(p) for p in inputs},
         "expected_sha256": expected_sha,
         "versions": versions(),
         "git_commit": git_commit(),
         "machine": f"{platform.platform()} ({platform.machine()}, {os.cpu_count()} CPUs)",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(["reproduce.sh", *sys.argv[1:]]),
+        "command": " ".join(["reproduce.sh", *map(shown, sys.argv[1:])]),
     }
 
 
@@ -85,3 +91,40 @@ def write_report(out: Path, report: dict, results: dict) -> None:
     write_atomic(out / "results.json", json.dumps(results, indent=1) + "\n")
     write_atomic(out / "report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     write_atomic(out / "REPORT.md", markdown(report, results))
+
+
+def write_set(out: Path, renewed: set[str], write: Callable[[Path], None]) -> None:
+    """Renew the entries `renewed` of the report folder `out` as one set.
+
+    `write(folder)` writes them into a fresh folder beside `out` that holds the rest of `out`
+    already; the folder then replaces `out` in one rename, so readers, a kill at any instant and
+    a concurrent command see the old set or the new one, never a mix. A folder that cannot be
+    written is unusable input.
+    """
+    try:
+        with replaced_folder(out, renewed) as folder:
+            write(folder)
+    except OSError as exc:
+        raise InputError(f"{shown(out)}: cannot write the report there ({exc.strerror or exc})") from exc
+
+
+def figures_inputs(folder: Path) -> set[str]:
+    """sha256 of the bundle files the figures in `folder` were drawn from (empty: none or unreadable)."""
+    path = folder / html_report.FIGURES_DIR / html_report.FIGURES_JSON
+    try:
+        doc = schema.read_json(path, schema.Record({"inputs": schema.Items(schema.Text(64))}, required=("inputs",)))
+    except InputError:
+        return set()
+    return set(doc["inputs"])
+
+
+def write_verified(out: Path, report: dict, results: dict) -> None:
+    """The set of a verification; figures of other bundles are left out of it."""
+    drawn = figures_inputs(Path(out))
+    stale = {html_report.FIGURES_DIR} if not drawn or not drawn <= set(report["provenance"]["inputs"].values()) else set()
+
+    def write(folder: Path) -> None:
+        write_report(folder, report, results)
+        html_report.write_html(folder, report, results)
+
+    write_set(out, REPORT_FILES | stale, write)

@@ -3,7 +3,8 @@
 Loads the bundles (the author's published ones unless a folder is given), computes every
 statistic, judges every claim in expected/ against it, writes the report and prints one line
 per claim and a closing `N passed, M failed` line. Exit status: 0 all judged claims pass,
-1 a claim fails, 2 unusable input (raised as InputError before anything is written).
+1 a claim fails, 2 unusable input (raised as InputError before anything is written); the
+report's files are replaced together or not at all.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import argparse
 import math
 from pathlib import Path
 
-from attngeom import expected, fetch, html_report, report
+from attngeom import expected, fetch, report, stats
 from attngeom.options import list_of
 from attngeom.bundles import VARIANTS, load_models
 from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
+from attngeom.files import shown
 from attngeom.results import compute_results
 
 
@@ -65,7 +67,7 @@ def run_verify(
 ) -> int:
     """Verify a folder of bundles (None: the author's published bundles) and write the report."""
     root = Path(bundles_root) if bundles_root is not None else fetch.fetch_bundles()
-    models = load_models(root, variants)
+    models = load_models(root, variants, heads=stats.FIXED_HEADS)
     results = compute_results(models)
     rows = judge_all(results, tier, smoke)
     inputs = [path for m in models.values() for path in dict.fromkeys(m.files.values())]
@@ -73,12 +75,11 @@ def run_verify(
         "summary": summarise(rows),
         "tier": tier,
         "preset": "smoke" if smoke else "paper",
-        "bundles": str(root),
+        "bundles": shown(root),
         "claims": rows,
         "provenance": report.provenance(sorted(set(inputs)), expected.sha256_of()),
     }
-    report.write_report(Path(out), doc, results)
-    html_report.write_html(Path(out), doc, results)
+    report.write_verified(Path(out), doc, results)
     width = max(len(r["id"]) for r in rows)
     for r in rows:
         print(f"{r['verdict']:4}  {r['id']:<{width}}  measured {r['measured']:<14} expected {r['expected']}")
