@@ -90,6 +90,11 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
     _require(geom_path, geom, ("tokens", "q", "k", "attn"))
     schema.check_array(geom_path, "q", geom["q"], (None, None, None, None), "f16")
     L, H, T, D = geom["q"].shape
+    if min(L, H, D) < 1 or T < MIN_WINDOW:
+        raise InputError(
+            f"{geom_path}: 'q' has shape {(L, H, T, D)}: a model needs a layer, a head, "
+            f"a head dimension and a window of {MIN_WINDOW} positions"
+        )
     schema.check_array(geom_path, "k", geom["k"], (L, H, T, D), "f16")
     schema.check_array(geom_path, "attn", geom["attn"], (L, H, T, T), "f16")
     schema.check_array(geom_path, "tokens", geom["tokens"], (T,), "int")

@@ -67,9 +67,11 @@ class _Interrupt:
         self.seen = threading.Event()
         self._said = threading.Lock()
         self._count = 0
+        self._pair: tuple[socket.socket, socket.socket] | None = None
 
     def install(self) -> None:
-        if threading.current_thread() is not threading.main_thread():
+        """Take over SIGINT for this process (once; only the main thread can)."""
+        if self._pair is not None or threading.current_thread() is not threading.main_thread():
             return
         reader, writer = socket.socketpair()
         writer.setblocking(False)

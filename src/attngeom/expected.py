@@ -6,11 +6,11 @@ id, the band a fresh rerun is judged with and whether the claim applies to the s
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from attngeom import schema
 from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import InputError
 from attngeom.files import REPO, sha256_file
@@ -31,15 +31,6 @@ class Judgement:
     reason: str
 
 
-def _read(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError(f"{path}: missing expected-values file") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from exc
-
-
 def _check_judgement(path: Path, cid: str, comparison: str, tolerance) -> None:
     if comparison not in COMPARISONS:
         raise InputError(f"{path}: claim {cid} has unknown comparison {comparison!r}")
@@ -50,7 +41,7 @@ def _check_judgement(path: Path, cid: str, comparison: str, tolerance) -> None:
 def load_claims(folder: Path | None = None) -> list[dict]:
     """Every claim entry, validated: known function, known comparison, unique ids."""
     path = (folder or EXPECTED_DIR) / "claims.json"
-    entries = _read(path).get("claims", [])
+    entries = schema.read_json(path, schema.CLAIMS_JSON).get("claims", [])
     seen = set()
     for e in entries:
         missing = [f for f in _FIELDS if f not in e]
@@ -68,7 +59,7 @@ def load_claims(folder: Path | None = None) -> list[dict]:
 def load_rerun(folder: Path | None = None) -> dict[str, dict]:
     """The rerun tier: claim id -> {value?, comparison, tolerance, reason, smoke}."""
     path = (folder or EXPECTED_DIR) / "rerun.json"
-    bands = _read(path).get("claims", {})
+    bands = schema.read_json(path, schema.RERUN_JSON).get("claims", {})
     claims = {e["id"]: e for e in load_claims(folder)}
     for cid, band in bands.items():
         if cid not in claims:
