@@ -205,6 +205,7 @@ def run_figures(args: argparse.Namespace) -> int:
     """
     from attngeom.fetch import fetch_bundles
 
+    report.check_out(Path(args.out))
     root = Path(args.bundles) if args.bundles else fetch_bundles()
     models = load_models(root, FIGURE_VARIANTS, heads=stats.FIXED_HEADS)
     out = Path(args.out)

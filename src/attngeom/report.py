@@ -5,10 +5,12 @@ drawn from the same bundles. The files are a set, written together and swapped i
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import json
 import os
 import platform
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -91,6 +93,19 @@ def write_report(out: Path, report: dict, results: dict) -> None:
     write_atomic(out / "results.json", json.dumps(results, indent=1) + "\n")
     write_atomic(out / "report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     write_atomic(out / "REPORT.md", markdown(report, results))
+
+
+def check_out(out: Path) -> None:
+    """Refuse at once, before any work, a report folder that could not be written."""
+    try:
+        target = Path(os.path.abspath(out))
+        if os.path.lexists(target) and not target.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "it exists and is not a folder")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for folder in (target.parent, target) if target.is_dir() else (target.parent,):  # read-only, immutable
+            tempfile.TemporaryDirectory(prefix=f".{target.name}.", suffix=".tmp", dir=folder).cleanup()
+    except OSError as exc:
+        raise InputError(f"{shown(out)}: cannot write the report there ({exc.strerror or exc})") from exc
 
 
 def write_set(out: Path, renewed: set[str], write: Callable[[Path], None]) -> None:

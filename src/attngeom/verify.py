@@ -66,6 +66,7 @@ def run_verify(
     smoke: bool = False,
 ) -> int:
     """Verify a folder of bundles (None: the author's published bundles) and write the report."""
+    report.check_out(Path(out))
     root = Path(bundles_root) if bundles_root is not None else fetch.fetch_bundles()
     models = load_models(root, variants, heads=stats.FIXED_HEADS)
     results = compute_results(models)
@@ -84,7 +85,7 @@ def run_verify(
     for r in rows:
         print(f"{r['verdict']:4}  {r['id']:<{width}}  measured {r['measured']:<14} expected {r['expected']}")
     s = doc["summary"]
-    print(f"report: {Path(out) / 'REPORT.md'}")
+    print(f"report: {shown(Path(out) / 'REPORT.md')}")
     print(f"{s['passed']} passed, {s['failed']} failed" + (f", {s['skipped']} skipped" if s["skipped"] else ""))
     return EXIT_PASS if s["failed"] == 0 else EXIT_FAIL
 
