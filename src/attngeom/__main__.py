@@ -3,9 +3,9 @@
 import sys
 
 try:
-    from attngeom.cli import main
+    from attngeom.cli import entry
 except KeyboardInterrupt:
     sys.stderr.write("interrupted\n")
     raise SystemExit(130) from None
 
-raise SystemExit(main())
+entry()

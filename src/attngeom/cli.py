@@ -9,6 +9,7 @@ file that holds its traceback, and 3, and Ctrl-C is one line and 130 at any mome
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import datetime as dt
 import importlib
@@ -57,44 +58,49 @@ class _Interrupt:
     """Ctrl-C as one line and exit 130, whatever the main thread is doing.
 
     Python's handler raises KeyboardInterrupt so that the command unwinds and removes what it
-    half-wrote. The C-level handler also wakes a watcher thread (`signal.set_wakeup_fd`), which
-    prints the line at once and ends the process after GRACE_S even when the main thread sits in
-    compiled code (an XLA compilation) or a library callback swallowed the KeyboardInterrupt.
-    A second Ctrl-C ends it at once.
+    half-wrote. Where a library swallows it (jax's garbage-collection callback does), the
+    unraisable hook hands it back to the main thread instead of printing a traceback. The C-level
+    handler also wakes a watcher thread (`signal.set_wakeup_fd`), which prints the line at once and
+    ends the process after GRACE_S whatever happens, even while the main thread sits in compiled
+    code such as an XLA compilation.
     """
 
     def __init__(self) -> None:
         self.seen = threading.Event()
         self._said = threading.Lock()
-        self._count = 0
         self._pair: tuple[socket.socket, socket.socket] | None = None
 
     def install(self) -> None:
-        """Take over SIGINT for this process (once; only the main thread can)."""
+        """Take over SIGINT for this process (once; only the main thread can; an ignored SIGINT stays ignored)."""
         if self._pair is not None or threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             return
         reader, writer = socket.socketpair()
         writer.setblocking(False)
         signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGINT, self._raise)
         self._pair = (reader, writer)  # kept open for the life of the process
+        self._unraisable = sys.unraisablehook
+        sys.unraisablehook = self._swallowed
         threading.Thread(target=self._watch, args=(reader,), name="attngeom-interrupt", daemon=True).start()
 
     def _raise(self, signum, frame) -> None:
         self.seen.set()
         raise KeyboardInterrupt
 
+    def _swallowed(self, unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _thread.interrupt_main(signal.SIGINT)  # raised again, where it can unwind the command
+        else:
+            self._unraisable(unraisable)
+
     def _watch(self, reader: socket.socket) -> None:
-        while data := reader.recv(64):
-            for _ in range(data.count(signal.SIGINT)):
-                self._count += 1
-                self.seen.set()
-                self.announce()
-                if self._count > 1:
-                    os._exit(EXIT_INTERRUPT)
-                timer = threading.Timer(GRACE_S, os._exit, (EXIT_INTERRUPT,))
-                timer.daemon = True
-                timer.start()
+        while signal.SIGINT not in reader.recv(64):
+            continue
+        self.seen.set()
+        self.announce()
+        threading.Timer(GRACE_S, os._exit, (EXIT_INTERRUPT,)).start()  # a daemon, as this thread is
 
     def announce(self) -> None:
         """Print the one line, once."""
@@ -162,9 +168,26 @@ def main(argv: list[str] | None = None) -> int:
         INTERRUPT.announce()
         return EXIT_INTERRUPT
     except Exception as exc:  # the contract: a crash is never read as a claim's verdict
+        if INTERRUPT.seen.is_set():  # a library turned the KeyboardInterrupt into its own error
+            INTERRUPT.announce()
+            return EXIT_INTERRUPT
         try:
             where = f"traceback in {write_traceback(exc)}"
         except OSError:
             where = "no traceback log could be written"
         print(f"error: internal error: {type(exc).__name__}: {_one_line(exc)} ({where})", file=sys.stderr)
         return EXIT_INTERNAL
+
+
+def entry() -> None:
+    """The program: `main`, then exit with its status.
+
+    After Ctrl-C the process ends without the interpreter's shutdown, which can crash while
+    compiler threads of jax are still at work; everything the command wrote is settled by then.
+    """
+    status = main()
+    if status == EXIT_INTERRUPT:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(status)
+    raise SystemExit(status)
