@@ -12,6 +12,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import datetime as dt
+import gc
 import importlib
 import os
 import signal
@@ -187,6 +188,7 @@ def entry() -> None:
     """
     status = main()
     if status == EXIT_INTERRUPT:
+        gc.collect()  # finalizers of what the command left (a worker pool's semaphores) still run
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         os._exit(status)

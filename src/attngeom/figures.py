@@ -14,7 +14,6 @@ import argparse
 import multiprocessing
 import signal
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import matplotlib
@@ -171,24 +170,21 @@ def render_figures(models: dict[str, ModelEvidence], folder: Path, workers: int 
     other bundles never shows these figures.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_interrupts) as pool:
+    # Workers are born ignoring Ctrl-C (an ignored signal stays ignored across exec): the command
+    # alone answers it, and a Pool, unlike a ProcessPoolExecutor, ends its workers when left early.
+    answer = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pool = multiprocessing.get_context("spawn").Pool(workers)
+    finally:
+        signal.signal(signal.SIGINT, answer)
+    with pool:
         # the slowest first, so the two workers finish together
         order = ("hull_crossing", "far_field", "territory", "scale_sweep", "ray_ride", "census")
-        futures = {job: pool.submit(_render, job, folder, models if job in MODEL_JOBS else None) for job in order}
-        try:
-            entries = [futures[job].result() for job in JOBS]
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+        pending = {job: pool.apply_async(_render, (job, folder, models if job in MODEL_JOBS else None)) for job in order}
+        entries = [pending[job].get() for job in JOBS]
     inputs = sorted({sha256_file(p) for m in models.values() for p in m.files.values()})
     write_json_atomic(folder / html_report.FIGURES_JSON, {"figures": entries, "inputs": inputs})
     return entries
-
-
-def _ignore_interrupts() -> None:
-    """Workers leave Ctrl-C to the command, which stops them and prints the one line."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _read_json(path: Path) -> dict:

@@ -14,6 +14,7 @@ import json
 import math
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +27,7 @@ MAX_DEPTH = 64
 MAX_INT_DIGITS = 19
 MAX_NPZ_MEMBERS = 256
 MAX_NPZ_BYTES = 1 << 30  # declared uncompressed bytes of one npz, all members together
+_BAD_ZIP = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError)  # what damaged bytes raise
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
 
@@ -291,7 +293,7 @@ def npz_members(path: Path, max_bytes: int = MAX_NPZ_BYTES) -> dict[str, Member]
                     raise InputError(f"{path}: member {info.filename!r} is not an array")
                 with z.open(info) as f:
                     members[info.filename[: -len(".npy")]] = _npy_header(path, info, f)
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, NotImplementedError) as exc:
+    except (*_BAD_ZIP, zipfile.LargeZipFile, NotImplementedError) as exc:
         raise InputError(f"{path}: corrupt or truncated npz ({type(exc).__name__}: {exc})") from exc
     return members
 
@@ -324,7 +326,7 @@ def load_npz(path: Path, max_bytes: int = MAX_NPZ_BYTES) -> dict[str, np.ndarray
     try:
         with np.load(path, allow_pickle=False) as z:
             return {k: z[k] for k in z.files}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
+    except (*_BAD_ZIP, KeyError) as exc:
         raise InputError(f"{path}: corrupt or truncated npz ({type(exc).__name__}: {exc})") from exc
 
 
