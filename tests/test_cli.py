@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,27 @@ def test_hostile_run_json_through_the_command_line(published_root, tmp_path):
         proc = cli("--bundles", str(root), "--out", str(tmp_path / "out"), cwd=tmp_path)
         assert_one_error_line(proc, 2, "error: ")
         assert "yat_attention.json" in proc.stderr
+
+
+def test_two_verifies_in_the_worst_interleaving_leave_the_last_set(published_root, tmp_path, monkeypatch):
+    """Case 6 made deterministic: one verify stops just before its page while another writes a whole report."""
+    from attngeom import html_report, verify
+
+    real, paused, other_done = html_report.write_html, threading.Event(), threading.Event()
+
+    def write_html(out_dir, report, results):
+        if report["bundles"] == str(published_root):
+            paused.set()
+            assert other_done.wait(600)
+        return real(out_dir, report, results)
+
+    monkeypatch.setattr(html_report, "write_html", write_html)
+    out = tmp_path / "out"
+    first = threading.Thread(target=verify.run_verify, args=(published_root, out))
+    first.start()
+    assert paused.wait(600)
+    verify.run_verify(published_root / QK, out, variants=("softmax", "yat_b"))
+    other_done.set()
+    first.join(600)
+    assert assert_consistent_set(out)["bundles"] == str(published_root)
+    assert not stray_temporaries(tmp_path)
