@@ -12,7 +12,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from bundle_tools import QK, copy_published
 from report_tools import assert_consistent_set, assert_one_error_line, cli, command, environment, stray_temporaries
 
@@ -35,7 +34,7 @@ def _fresh_copy(earlier, tmp_path) -> Path:
 def _python(code: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=cwd, env=environment(**extra), capture_output=True, text=True, timeout=600,
+        cwd=cwd, env=environment(**extra), capture_output=True, text=True, timeout=600, check=False,
     )
 
 
@@ -103,7 +102,7 @@ def _unwritable(kind: str, tmp_path: Path) -> str:
     folder.mkdir()
     (folder / "REPORT.md").write_text("old")
     if kind == "an immutable folder":
-        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)]).returncode != 0:
+        if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(folder)], check=False).returncode != 0:
             pytest.skip("chattr +i is not available here")
         return str(folder)
     if os.geteuid() == 0:
@@ -124,7 +123,7 @@ def test_an_unwritable_out_is_one_line(kind, subcommand, published_root, tmp_pat
         proc = cli(subcommand, "--bundles", str(published_root / QK), *args, "--out", out, cwd=tmp_path)
     finally:
         if kind == "an immutable folder":
-            subprocess.run(["chattr", "-i", out])
+            subprocess.run(["chattr", "-i", out], check=False)
         tmp_path.chmod(0o755)
     assert_one_error_line(proc, 2, "error: ")
     assert "cannot write the report there" in proc.stderr
@@ -145,7 +144,7 @@ def test_a_path_that_is_not_utf8_gives_one_consistent_set(where, earlier, publis
         out = Path(os.fsdecode(os.fsencode(out) + b"-\xff"))
     proc = subprocess.run(
         command("--bundles", bundles, "--variants", "softmax,yat_b", "--out", os.fsencode(out)),
-        cwd=tmp_path, env=environment(), capture_output=True, timeout=600,
+        cwd=tmp_path, env=environment(), capture_output=True, timeout=600, check=False,
     )
     assert proc.returncode == 1, proc.stderr.decode(errors="replace")
     assert not proc.stderr and (where == "--bundles" or b"-\\xff/REPORT.md" in proc.stdout)

@@ -23,8 +23,8 @@ from matplotlib.colors import ListedColormap
 from attngeom import figures_toy, html_report, report, schema, stats
 from attngeom.bundles import ModelEvidence, load_models
 from attngeom.errors import InputError
-from attngeom.files import sha256_file, shown, write_json_atomic
 from attngeom.figures_toy import COLORS, STYLE, new_figure, save_gif
+from attngeom.files import sha256_file, shown, write_json_atomic
 
 FIGURE_VARIANTS = ("softmax", "yat_b")
 

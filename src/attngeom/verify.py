@@ -14,11 +14,11 @@ import math
 from pathlib import Path
 
 from attngeom import expected, fetch, report, stats
-from attngeom.options import list_of
 from attngeom.bundles import VARIANTS, load_models
 from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
 from attngeom.files import shown
+from attngeom.options import list_of
 from attngeom.results import compute_results
 
 
