@@ -1,11 +1,14 @@
+import io
 import json
+import tracemalloc
+import zipfile
 
 import numpy as np
 import pytest
-
-from attngeom import bundles
-from attngeom.errors import InputError
 from bundle_tools import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz
+
+from attngeom import bundles, schema
+from attngeom.errors import InputError
 
 
 @pytest.fixture()
@@ -24,7 +27,8 @@ def test_loads_the_published_bundles(published_root):
 def test_round_trip_of_the_writers(tmp_path):
     rng = np.random.default_rng(0)
     q, k = rng.normal(size=(2, 1, 2, 8, 4)).astype(np.float16)
-    attn = rng.uniform(size=(1, 2, 8, 8)).astype(np.float16)
+    weights = np.tril(rng.uniform(size=(1, 2, 8, 8)))
+    attn = (weights / weights.sum(-1, keepdims=True)).astype(np.float16)
     tokens = np.arange(8)
     bundles.write_attn_npz(tmp_path / "attn_yat_b_s3.npz", tokens, {0: attn, 7: attn})
     bundles.write_geom_npz(tmp_path / "geom_yat_b_s3.npz", tokens, q, k, attn)
@@ -95,3 +99,109 @@ def test_missing_variant_names_the_file(copy):
     with pytest.raises(InputError, match="geom_goat_v_s0.npz"):
         bundles.load_models(copy)
     assert set(bundles.load_models(copy, ("softmax", "yat_b"))) == {"softmax", "yat_b"}
+
+
+def _raw_run_field(path, variant, key, raw_json):
+    """Set a field of a run record to raw JSON text that json.dumps would not write."""
+    edit_run(path, variant, **{key: "@@raw@@"})
+    path.write_text(path.read_text().replace('"@@raw@@"', raw_json))
+
+
+def hostile(copy, how):
+    """Damage one published bundle folder in a way the issue's hostile user did; return the expected message."""
+    js = copy / QK / "yat_attention.json"
+    geom, attn = copy / QK / "geom_softmax_s0.npz", copy / QK / "attn_softmax_s0.npz"
+    if how == "best_val 1e400":
+        _raw_run_field(js, "softmax", "best_val", "1e400")
+        return "best_val: inf is not a finite number"
+    if how == "best_val of 401 digits":
+        _raw_run_field(js, "softmax", "best_val", "1" + "0" * 400)
+        return "an integer of 401 digits"
+    if how == "STEPS a string":
+        data = json.loads(js.read_text())
+        data["cfg"]["STEPS"] = "12000"
+        js.write_text(json.dumps(data))
+        return "cfg.STEPS: a string where an integer is due"
+    if how == "nested 200,000 deep":
+        _raw_run_field(js, "softmax", "extra", "[" * 200_000 + "]" * 200_000)
+        return "nested deeper than 64"
+    if how == "a 5,000-digit integer":
+        _raw_run_field(js, "softmax", "extra", "7" * 5000)
+        return "an integer of 5000 digits"
+    if how == "seed a float":
+        _raw_run_field(js, "yat_b", "seed", "0.5")
+        return r"runs\[1\].seed: a number where an integer is due"
+    if how in ("2 layers", "T = 1", "head dim 0"):
+        cut = {"2 layers": (slice(0, 2), slice(None), slice(None)), "T = 1": (slice(None), slice(0, 1), slice(None)),
+               "head dim 0": (slice(None), slice(None), slice(0, 0))}[how]
+        layers, rows, dims = cut
+        with np.load(geom) as z, np.load(attn) as a:
+            g = {k: z[k] for k in z.files}
+            maps = {k: a[k] for k in a.files}
+        g["q"], g["k"] = (g[k][layers, :, rows, dims] for k in ("q", "k"))
+        g["attn"] = g["attn"][layers, :, rows, rows]
+        g["tokens"] = g["tokens"][rows]
+        maps = {k: (v[layers, :, rows, rows] if v.ndim == 4 else v[rows]) for k, v in maps.items()}
+        np.savez_compressed(geom, **g)
+        np.savez_compressed(attn, **maps)
+        return {"2 layers": "2 layers of 4 heads; the census head is layer 4", "T = 1": "a window of 3 positions",
+                "head dim 0": "a head dimension"}[how]
+    if how == "rows that do not sum to 1":
+        rewrite_npz(attn, step6000=npz_array(attn, "step6000") * np.float16(1.5))
+        return "'step6000' row .* sums to"
+    if how == "negative weights":
+        m = npz_array(attn, "step0")
+        m[1, 2, 5, :2] = [np.float16(-0.25), np.float16(1.25)]
+        rewrite_npz(attn, step0=m)
+        return "negative attention weights"
+    raise AssertionError(how)
+
+
+HOSTILE = ["best_val 1e400", "best_val of 401 digits", "STEPS a string", "nested 200,000 deep", "a 5,000-digit integer",
+           "seed a float", "2 layers", "T = 1", "head dim 0", "rows that do not sum to 1", "negative weights"]
+
+
+@pytest.mark.parametrize("how", HOSTILE)
+def test_hostile_input_is_one_clear_error(copy, how):
+    expect = hostile(copy, how)
+    with pytest.raises(InputError, match=expect) as info:
+        bundles.load_models(copy, heads={"the census head": (3, 0)})
+    assert "\n" not in str(info.value)
+
+
+def _lying_npz(path, shape, payload=b""):
+    """An npz whose one member 'q' declares `shape` of float16 in its npy header but holds `payload`."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_2_0(header, {"descr": "<f2", "fortran_order": False, "shape": shape})
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("q.npy", header.getvalue() + payload)
+
+
+def _peak_memory_refusing(copy, message: str) -> int:
+    """Bytes allocated at most while the bundles are refused with `message`."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match=message):
+            bundles.load_models(copy)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_header_declaring_5_pib_is_refused_before_allocating(copy):
+    _lying_npz(copy / QK / "geom_softmax_s0.npz", (5 * 2**50 // 2,), bytes(64))
+    assert _peak_memory_refusing(copy, "declares shape") < 32 << 20
+
+
+def test_a_zip_bomb_is_refused_without_large_memory(copy):
+    geom = copy / QK / "geom_softmax_s0.npz"
+    n = (schema.MAX_NPZ_BYTES + (64 << 20)) // 2
+    header = io.BytesIO()
+    np.lib.format.write_array_header_2_0(header, {"descr": "<f2", "fortran_order": False, "shape": (n,)})
+    with zipfile.ZipFile(geom, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z, z.open("q.npy", "w", force_zip64=True) as f:
+        f.write(header.getvalue())
+        block = bytes(16 << 20)
+        for _ in range(2 * n // len(block) + 1):
+            f.write(block)
+    assert geom.stat().st_size < 16 << 20
+    assert _peak_memory_refusing(copy, "declares .* bytes uncompressed") < 32 << 20

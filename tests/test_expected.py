@@ -37,7 +37,7 @@ def test_step_statistics_are_the_published_maps_and_their_bands_cover_the_author
     import numpy as np
 
     from attngeom import fetch, stats
-    from attngeom.bundles import STRICT_MASK
+    from attngeom.variants import strict_mask
 
     published = fetch.fetch_bundles()
     telemetry = fetch.fetch_bundles(fetch.TELEMETRY_BUNDLES)
@@ -52,9 +52,9 @@ def test_step_statistics_are_the_published_maps_and_their_bands_cover_the_author
         for name, band in statistics.items():
             for model, value in band["published"].items():
                 with np.load(files[model] / f"attn_{model}_s0.npz") as z:
-                    assert measure[name](z[f"step{step}"], STRICT_MASK[model]) == pytest.approx(value, abs=1e-6)
+                    assert measure[name](z[f"step{step}"], strict_mask(model)) == pytest.approx(value, abs=1e-6)
                 if model in reruns:
                     with np.load(reruns[model] / f"attn_{model}_s0.npz") as z:
-                        drift = abs(measure[name](z[f"step{step}"], STRICT_MASK[model]) - value)
+                        drift = abs(measure[name](z[f"step{step}"], strict_mask(model)) - value)
                     assert 0 < drift < band["tolerance"], (step, name, model)
             assert abs(band["published"]["softmax"] - band["published"]["yat_b"]) > 2 * band["tolerance"]

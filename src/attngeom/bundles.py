@@ -8,19 +8,19 @@ window) and one `yat_attention.json` with every run's record. Anything malformed
 
 from __future__ import annotations
 
-import json
 import re
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from attngeom import schema
 from attngeom.errors import InputError
 from attngeom.variants import PUBLISHED as VARIANTS
-from attngeom.variants import find
+from attngeom.variants import find, strict_mask
 
 RUN_JSON = "yat_attention.json"
+MIN_WINDOW = 3  # a strict mask leaves T - 2 rows to score
 _STEP_KEY = re.compile(r"^step(\d+)$")
 
 
@@ -42,8 +42,7 @@ class ModelEvidence:
     @property
     def strict(self) -> bool:
         """True when row i sees keys j < i only (goat variants), False for j <= i."""
-        spec = find(self.variant)
-        return spec is not None and spec.strict_mask
+        return strict_mask(self.variant)
 
     @property
     def b_LH(self) -> np.ndarray | None:
@@ -62,45 +61,9 @@ def _scalars(model: ModelEvidence, key: str) -> np.ndarray | None:
     return np.asarray(model.run[key], dtype=np.float64)
 
 
-def _load_npz(path: Path) -> dict[str, np.ndarray]:
-    if not path.is_file():
-        raise InputError(f"{path}: missing file")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
-        raise InputError(f"{path}: corrupt or truncated npz ({type(exc).__name__}: {exc})") from exc
-
-
-def _check_array(path: Path, key: str, arr: np.ndarray, shape: tuple, dtype_kind: str) -> None:
-    if arr.ndim != len(shape) or any(want is not None and got != want for got, want in zip(arr.shape, shape)):
-        want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
-        raise InputError(f"{path}: '{key}' has shape {arr.shape}, expected {want}")
-    if dtype_kind == "f16" and arr.dtype != np.float16:
-        raise InputError(f"{path}: '{key}' has dtype {arr.dtype}, expected float16")
-    if dtype_kind == "int" and arr.dtype.kind not in "iu":
-        raise InputError(f"{path}: '{key}' has dtype {arr.dtype}, expected integers")
-    if dtype_kind == "f16" and not np.isfinite(arr).all():
-        raise InputError(f"{path}: '{key}' holds NaN or inf")
-
-
-def _require(path: Path, data: dict, keys: tuple[str, ...]) -> None:
-    missing = [k for k in keys if k not in data]
-    if missing:
-        raise InputError(f"{path}: missing key(s) {', '.join(missing)} (has {', '.join(sorted(data)) or 'none'})")
-
-
 def read_run_json(path: Path) -> dict:
-    """Parse and sanity-check a `yat_attention.json`."""
-    if not path.is_file():
-        raise InputError(f"{path}: missing file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("runs"), list) or not isinstance(data.get("cfg"), dict):
-        raise InputError(f"{path}: expected an object with 'runs' (list) and 'cfg' (object)")
-    return data
+    """Parse and check a `yat_attention.json` against its schema."""
+    return schema.read_json(path, schema.RUN_JSON)
 
 
 def _find_run(path: Path, data: dict, variant: str, seed: int) -> dict:
@@ -116,21 +79,29 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
     attn_path = folder / f"attn_{variant}_s{seed}.npz"
     geom_path = folder / f"geom_{variant}_s{seed}.npz"
     json_path = folder / RUN_JSON
-    geom = _load_npz(geom_path)
-    _require(geom_path, geom, ("tokens", "q", "k", "attn"))
-    _check_array(geom_path, "q", geom["q"], (None, None, None, None), "f16")
+    geom = schema.load_npz(geom_path)
+    schema.require_keys(geom_path, geom, ("tokens", "q", "k", "attn"))
+    schema.check_array(geom_path, "q", geom["q"], (None, None, None, None), "f16")
     L, H, T, D = geom["q"].shape
-    _check_array(geom_path, "k", geom["k"], (L, H, T, D), "f16")
-    _check_array(geom_path, "attn", geom["attn"], (L, H, T, T), "f16")
-    _check_array(geom_path, "tokens", geom["tokens"], (T,), "int")
+    if min(L, H, D) < 1 or T < MIN_WINDOW:
+        raise InputError(
+            f"{geom_path}: 'q' has shape {(L, H, T, D)}: a model needs a layer, a head, "
+            f"a head dimension and a window of {MIN_WINDOW} positions"
+        )
+    schema.check_array(geom_path, "k", geom["k"], (L, H, T, D), "f16")
+    schema.check_array(geom_path, "attn", geom["attn"], (L, H, T, T), "f16")
+    schema.check_array(geom_path, "tokens", geom["tokens"], (T,), "int")
+    schema.check_int_range(geom_path, "tokens", geom["tokens"], 0, 2**31 - 1)
+    schema.check_attention(geom_path, "attn", geom["attn"], strict_mask(variant))
 
-    attn = _load_npz(attn_path)
-    _require(attn_path, attn, ("tokens",))
-    _check_array(attn_path, "tokens", attn["tokens"], (T,), "int")
+    attn = schema.load_npz(attn_path)
+    schema.require_keys(attn_path, attn, ("tokens",))
+    schema.check_array(attn_path, "tokens", attn["tokens"], (T,), "int")
     maps = {}
     for key, arr in attn.items():
         if (m := _STEP_KEY.match(key)) is not None:
-            _check_array(attn_path, key, arr, (L, H, T, T), "f16")
+            schema.check_array(attn_path, key, arr, (L, H, T, T), "f16")
+            schema.check_attention(attn_path, key, arr, strict_mask(variant))
             maps[int(m.group(1))] = arr
     if len(maps) < 2:
         raise InputError(f"{attn_path}: expected attention maps under step<N> keys, found {len(maps)}")
@@ -150,9 +121,6 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
                 raise InputError(f"{json_path}: '{key}' of {variant} has shape {arr.shape}, expected {(L, H)}")
             if not np.isfinite(arr).all() or (arr <= 0).any():
                 raise InputError(f"{json_path}: '{key}' of {variant} holds non-finite or non-positive values")
-    best = run.get("best_val")
-    if not isinstance(best, (int, float)) or not np.isfinite(best):
-        raise InputError(f"{json_path}: 'best_val' of {variant} is missing or not finite")
     return ModelEvidence(
         variant=variant,
         seed=seed,
@@ -181,13 +149,27 @@ def find_model_folders(root: Path, seed: int = 0) -> dict[str, Path]:
     return found
 
 
-def load_models(root: Path, variants: tuple[str, ...] = VARIANTS, seed: int = 0) -> dict[str, ModelEvidence]:
-    """Load every requested variant from a folder of bundles; a missing one is an InputError."""
+def load_models(
+    root: Path, variants: tuple[str, ...] = VARIANTS, seed: int = 0, heads: dict[str, tuple[int, int]] | None = None
+) -> dict[str, ModelEvidence]:
+    """Load every requested variant from a folder of bundles; a missing one is an InputError.
+
+    `heads` names the (layer, head) positions the caller reads by what it reads them for; a model
+    too small to hold one is refused here rather than failing in the middle of the analysis.
+    """
     folders = find_model_folders(root, seed)
     missing = [v for v in variants if v not in folders]
     if missing:
         raise InputError(f"{root}: no geom_{missing[0]}_s{seed}.npz under this folder (needed: {', '.join(variants)})")
-    return {v: load_model(folders[v], v, seed) for v in variants}
+    models = {v: load_model(folders[v], v, seed) for v in variants}
+    for m in models.values():
+        L, H = m.q_LHTD.shape[:2]
+        for use, (layer, head) in (heads or {}).items():
+            if layer >= L or head >= H:
+                raise InputError(
+                    f"{m.files['geom']}: {L} layers of {H} heads; {use} is layer {layer + 1}, head {head + 1}"
+                )
+    return models
 
 
 def write_attn_npz(path: Path, tokens_T: np.ndarray, maps: dict[int, np.ndarray]) -> None:

@@ -1,18 +1,30 @@
 """The command line: `python -m attngeom [verify|rerun|fidelity|kaggle|docker|figures] ...`.
 
 Each subcommand lives in its own module, which exposes `register(subparsers)`; the parser it
-adds sets `func`, called with the parsed arguments and returning the exit status. Unusable
-input (`InputError`) becomes one line on stderr and exit status 2, never a traceback.
+adds sets `func`, called with the parsed arguments and returning the exit status. `main` is the
+one place where every way a command can end becomes its exit status (see attngeom.errors):
+unusable input is one `error:` line and 2, any other exception is one line naming it and the log
+file that holds its traceback, and 3, and Ctrl-C is one line and 130 at any moment.
 """
 
 from __future__ import annotations
 
+import _thread
 import argparse
+import datetime as dt
+import gc
 import importlib
+import os
+import signal
+import socket
 import sys
 from functools import partial
+import tempfile
+import threading
+import traceback
+from pathlib import Path
 
-from attngeom.errors import EXIT_INPUT, InputError
+from attngeom.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, InputError
 
 SUBCOMMAND_MODULES = (
     "attngeom.verify",
@@ -28,6 +40,7 @@ SHELL_COMMANDS = {
     "test": "run the test suite (arguments go to pytest)",
     "bench": "time verify or the training harness: bench verify|train [args]",
 }
+GRACE_S = 3.0  # after Ctrl-C, the time the command has to clean up before it is ended regardless
 
 
 class Parser(argparse.ArgumentParser):
@@ -56,19 +69,141 @@ def _shell_only(name: str, _args: argparse.Namespace) -> int:
     raise InputError(f"{name} is run by reproduce.sh itself: ./reproduce.sh {name} ...")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse, dispatch, and turn bad input into exit status 2."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+class _Interrupt:
+    """Ctrl-C as one line and exit 130, whatever the main thread is doing.
+
+    Python's handler raises KeyboardInterrupt so that the command unwinds and removes what it
+    half-wrote. Where a library swallows it (jax's garbage-collection callback does), the
+    unraisable hook hands it back to the main thread instead of printing a traceback. The C-level
+    handler also wakes a watcher thread (`signal.set_wakeup_fd`), which prints the line at once and
+    ends the process after GRACE_S whatever happens, even while the main thread sits in compiled
+    code such as an XLA compilation.
+    """
+
+    def __init__(self) -> None:
+        self.seen = threading.Event()
+        self._said = threading.Lock()
+        self._pair: tuple[socket.socket, socket.socket] | None = None
+
+    def install(self) -> None:
+        """Take over SIGINT for this process (once; only the main thread can; an ignored SIGINT stays ignored)."""
+        if self._pair is not None or threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            return
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)
+        signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+        signal.signal(signal.SIGINT, self._raise)
+        self._pair = (reader, writer)  # kept open for the life of the process
+        self._unraisable = sys.unraisablehook
+        sys.unraisablehook = self._swallowed
+        threading.Thread(target=self._watch, args=(reader,), name="attngeom-interrupt", daemon=True).start()
+
+    def _raise(self, signum, frame) -> None:
+        self.seen.set()
+        raise KeyboardInterrupt
+
+    def _swallowed(self, unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            _thread.interrupt_main(signal.SIGINT)  # raised again, where it can unwind the command
+        else:
+            self._unraisable(unraisable)
+
+    def _watch(self, reader: socket.socket) -> None:
+        while signal.SIGINT not in reader.recv(64):
+            continue
+        self.seen.set()
+        self.announce()
+        threading.Timer(GRACE_S, os._exit, (EXIT_INTERRUPT,)).start()  # a daemon, as this thread is
+
+    def announce(self) -> None:
+        """Print the one line, once."""
+        if self._said.acquire(blocking=False):
+            os.write(2, b"interrupted\n")
+
+
+INTERRUPT = _Interrupt()
+
+
+def log_dir() -> Path:
+    """Where the tracebacks of internal errors are kept: the download cache's `logs/`."""
+    from attngeom.fetch import cache_dir
+
+    return cache_dir() / "logs"
+
+
+def write_traceback(exc: BaseException) -> Path:
+    """Save the full traceback of an internal error to a new log file and return its path."""
+    text = "".join(traceback.format_exception(exc))
+    header = f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')} {' '.join(sys.argv)}\n"
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+    for where in (log_dir, tempfile.gettempdir):
+        try:
+            folder = Path(where())
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, name = tempfile.mkstemp(prefix=f"attngeom-error-{stamp}-", suffix=".log", dir=folder)
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(header + text)
+            return Path(name)
+        except Exception:  # noqa: BLE001 - any failure here falls back to the next folder
+            continue
+    raise OSError("no writable folder for the error log")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _run(argv: list[str]) -> int:
     parser = build_parser()
     commands = set(parser._subparsers._group_actions[0].choices)  # noqa: SLF001 - argparse keeps them here
     if not argv or (argv[0] not in commands and argv[0] not in ("-h", "--help")):
         argv.insert(0, DEFAULT_SUBCOMMAND)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse, dispatch, and turn every ending into its exit status (0, 1, 2, 3 or 130)."""
+    INTERRUPT.install()
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):  # paths with bytes that are not UTF-8 print escaped
+            stream.reconfigure(errors="backslashreplace")
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = parser.parse_args(argv)
-        return int(args.func(args))
+        status = _run(argv)
+        if INTERRUPT.seen.is_set():  # a library swallowed the KeyboardInterrupt
+            raise KeyboardInterrupt
+        return status
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+        INTERRUPT.announce()
+        return EXIT_INTERRUPT
+    except Exception as exc:  # the contract: a crash is never read as a claim's verdict
+        if INTERRUPT.seen.is_set():  # a library turned the KeyboardInterrupt into its own error
+            INTERRUPT.announce()
+            return EXIT_INTERRUPT
+        try:
+            where = f"traceback in {write_traceback(exc)}"
+        except OSError:
+            where = "no traceback log could be written"
+        print(f"error: internal error: {type(exc).__name__}: {_one_line(exc)} ({where})", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def entry() -> None:
+    """The program: `main`, then exit with its status.
+
+    After Ctrl-C the process ends without the interpreter's shutdown, which can crash while
+    compiler threads of jax are still at work; everything the command wrote is settled by then.
+    """
+    status = main()
+    if status == EXIT_INTERRUPT:
+        gc.collect()  # finalizers of what the command left (a worker pool's semaphores) still run
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        os._exit(status)
+    raise SystemExit(status)

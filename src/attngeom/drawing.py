@@ -9,6 +9,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from attngeom.files import atomic_file
+
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 DPI = 80
 STYLE = {"font.size": 10, "axes.titlesize": 10, "figure.titlesize": 12}
@@ -35,4 +37,5 @@ def save_gif(fig, path: Path, n_frames: int, fps: float, update, moving: list) -
         for artist in moving:
             fig.draw_artist(artist)
         frames.append(Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy()))
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0)
+    with atomic_file(path) as f:  # a reader or a kill never meets half a GIF
+        frames[0].save(f, format="GIF", save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0)

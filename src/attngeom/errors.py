@@ -1,8 +1,12 @@
-"""The one error type for unusable input: it becomes a one-line message and exit status 2."""
+"""The one error type for unusable input, and the exit statuses every command ends with.
+
+0 every judged claim passes, 1 a claim fails, 2 unusable input (`InputError`: one `error:` line),
+3 an internal error (one line naming it and the log holding its traceback), 130 interrupted.
+"""
 
 
 class InputError(Exception):
     """Input that cannot be judged: a missing, corrupt, mismatching or malformed file or setting."""
 
 
-EXIT_PASS, EXIT_FAIL, EXIT_INPUT = 0, 1, 2
+EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT = 0, 1, 2, 3, 130

@@ -8,9 +8,9 @@ against.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from attngeom import schema
 from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import InputError
 from attngeom.files import REPO, sha256_file
@@ -19,15 +19,6 @@ EXPECTED_DIR = REPO / "expected"
 COMPARISONS = ("exact", "abs", "rel", "le", "lt", "ge", "gt")
 TIERS = ("published", "rerun")
 _FIELDS = ("id", "claim", "quote", "source", "function", "args", "value", "unit", "comparison", "tolerance", "reason", "tier")
-
-
-def _read(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError(f"{path}: missing expected-values file") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from exc
 
 
 def _check_judgement(path: Path, cid: str, comparison: str, tolerance) -> None:
@@ -40,7 +31,7 @@ def _check_judgement(path: Path, cid: str, comparison: str, tolerance) -> None:
 def load_claims(folder: Path | None = None) -> list[dict]:
     """Every claim entry, validated: known function, known comparison, unique ids."""
     path = (folder or EXPECTED_DIR) / "claims.json"
-    entries = _read(path).get("claims", [])
+    entries = schema.read_json(path, schema.CLAIMS_JSON).get("claims", [])
     seen = set()
     for e in entries:
         missing = [f for f in _FIELDS if f not in e]
@@ -58,7 +49,7 @@ def load_claims(folder: Path | None = None) -> list[dict]:
 def load_rerun(folder: Path | None = None) -> dict[str, dict]:
     """The rerun tier: claim id -> {value?, comparison, tolerance, reason, smoke}."""
     path = (folder or EXPECTED_DIR) / "rerun.json"
-    bands = _read(path).get("claims", {})
+    bands = schema.read_json(path, schema.RERUN_JSON).get("claims", {})
     claims = {e["id"]: e for e in load_claims(folder)}
     for cid, band in bands.items():
         if cid not in claims:
@@ -71,7 +62,7 @@ def load_rerun(folder: Path | None = None) -> dict[str, dict]:
 def load_steps(folder: Path | None = None) -> dict[int, dict[str, dict]]:
     """rerun.json's `steps`: step -> statistic -> {function, label, unit, tolerance, reason, published}."""
     path = (folder or EXPECTED_DIR) / "rerun.json"
-    steps = _read(path).get("steps", {})
+    steps = schema.read_json(path, schema.RERUN_JSON).get("steps", {})
     for step, statistics in steps.items():
         for name, band in statistics.items():
             missing = [f for f in ("function", "label", "unit", "tolerance", "reason", "published") if f not in band]

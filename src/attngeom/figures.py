@@ -11,21 +11,21 @@ counters) and re-renders OUT/index.html.
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
+import signal
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import matplotlib
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from attngeom import figures_toy, html_report, stats
+from attngeom import figures_toy, html_report, report_set, schema, stats
 from attngeom.bundles import ModelEvidence, load_models
 from attngeom.claims import checkpoint_labels
 from attngeom.drawing import COLORS, STYLE, new_figure, save_gif
 from attngeom.errors import InputError
+from attngeom.files import sha256_file, shown, write_json_atomic
 from attngeom.variants import variant
 
 FIGURE_VARIANTS = ("softmax", "yat_b")
@@ -166,42 +166,71 @@ MODEL_JOBS = {"scale_sweep", "census"}
 
 
 def render_figures(models: dict[str, ModelEvidence], folder: Path, workers: int = 2) -> list[dict]:
-    """Render all six GIFs into `folder` (in parallel) and write figures.json beside them."""
+    """Render all six GIFs into `folder` (in parallel) and write figures.json beside them.
+
+    figures.json also lists the sha256 of the bundle files drawn, so that a report judged on
+    other bundles never shows these figures.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    # Workers are born ignoring Ctrl-C (an ignored signal stays ignored across exec): the command
+    # alone answers it, and a Pool, unlike a ProcessPoolExecutor, ends its workers when left early.
+    answer = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        pool = multiprocessing.get_context("spawn").Pool(workers)
+    finally:
+        signal.signal(signal.SIGINT, answer)
+    with pool:
         # the slowest first, so the two workers finish together
         order = ("hull_crossing", "far_field", "territory", "scale_sweep", "ray_ride", "census")
-        futures = {job: pool.submit(_render, job, folder, models if job in MODEL_JOBS else None) for job in order}
-        entries = [futures[job].result() for job in JOBS]
-    (folder / html_report.FIGURES_JSON).write_text(json.dumps({"figures": entries}, indent=1), encoding="utf-8")
+        pending = {job: pool.apply_async(_render, (job, folder, models if job in MODEL_JOBS else None)) for job in order}
+        entries = [pending[job].get() for job in JOBS]
+    inputs = sorted({sha256_file(p) for m in models.values() for p in m.files.values()})
+    write_json_atomic(folder / html_report.FIGURES_JSON, {"figures": entries, "inputs": inputs})
     return entries
 
 
 def _read_json(path: Path) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: unreadable ({exc}); rerun ./reproduce.sh verify --out {path.parent}") from exc
+        return schema.read_json(path, schema.Record())
+    except InputError as exc:
+        raise InputError(f"{exc}; rerun ./reproduce.sh verify --out {shown(path.parent)}") from exc
 
 
 def run_figures(args: argparse.Namespace) -> int:
-    """`figures`: render the GIFs, then re-render OUT/index.html when a verify report is there."""
+    """`figures`: render the GIFs, then re-render OUT/index.html when a verify report of these bundles is there.
+
+    The figures and the page are renewed together in the report folder (report_set.write_set).
+    """
     from attngeom.fetch import fetch_bundles
 
+    report_set.check_out(Path(args.out))
     root = Path(args.bundles) if args.bundles else fetch_bundles()
-    models = load_models(root, FIGURE_VARIANTS)
+    models = load_models(root, FIGURE_VARIANTS, heads=stats.FIXED_HEADS)
     out = Path(args.out)
     started = time.perf_counter()
-    for e in render_figures(models, out / html_report.FIGURES_DIR):
-        print(f"{e['file']:<18} {e['bytes'] / 1e6:5.2f} MB  {e['seconds']:5.1f} s  {e.get('counters_text', '')}")
-    print(f"six figures in {time.perf_counter() - started:.1f} s under {out / html_report.FIGURES_DIR}")
-    report_path, results_path = out / "report.json", out / "results.json"
-    if report_path.is_file() and results_path.is_file():
-        page = html_report.write_html(out, _read_json(report_path), _read_json(results_path))
-        print(f"report with figures: {page}")
+    page = None
+
+    def write(folder: Path) -> None:
+        nonlocal page
+        for e in render_figures(models, folder / html_report.FIGURES_DIR):
+            print(f"{e['file']:<18} {e['bytes'] / 1e6:5.2f} MB  {e['seconds']:5.1f} s  {e.get('counters_text', '')}")
+        report_path, results_path = folder / "report.json", folder / "results.json"
+        if report_path.is_file() and results_path.is_file():
+            doc = _read_json(report_path)
+            judged = set(doc.get("provenance", {}).get("inputs", {}).values())
+            if not report_set.figures_inputs(folder) <= judged:
+                raise InputError(
+                    f"{shown(out)} holds the report of other bundles; draw these figures into another --out "
+                    f"or verify these bundles there first"
+                )
+            page = html_report.write_html(folder, doc, _read_json(results_path))
+
+    report_set.write_set(out, {html_report.FIGURES_DIR, html_report.INDEX}, write)
+    print(f"six figures in {time.perf_counter() - started:.1f} s under {shown(out / html_report.FIGURES_DIR)}")
+    if page is not None:
+        print(f"report with figures: {shown(out / html_report.INDEX)}")
     else:
-        print(f"no report.json in {out} yet: ./reproduce.sh verify --out {out} writes the page with these figures")
+        print(f"no report.json in {shown(out)} yet: ./reproduce.sh verify --out {shown(out)} writes the page with these figures")
     return 0
 
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import hashlib
 import json
 import os
 import platform
+import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from importlib import metadata
@@ -29,6 +33,12 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """A binary file that replaces `path` only when the block ends without error.
@@ -40,6 +50,7 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide the file from its other readers
         with os.fdopen(fd, "wb") as f:
             yield f
         os.replace(tmp, path)
@@ -63,6 +74,88 @@ def _to_json(value):
 def write_json_atomic(path: Path, doc: dict) -> None:
     """`write_atomic` of a JSON document (numpy scalars allowed)."""
     write_atomic(path, json.dumps(doc, indent=1, ensure_ascii=False, default=_to_json) + "\n")
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swap two paths in one step (Linux renameat2 RENAME_EXCHANGE)."""
+    if not sys.platform.startswith("linux"):
+        raise OSError(errno.ENOSYS, "no atomic exchange on this system")
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_fdcwd, rename_exchange = -100, 2
+    if libc.renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(b))
+
+
+def _swap_in(new: Path, target: Path) -> Path | None:
+    """Put folder `new` at `target`; return where the folder it replaced now is (None: there was none)."""
+    for _ in range(100):  # another process may create or replace `target` between two attempts
+        if not os.path.lexists(target):
+            try:
+                os.rename(new, target)
+                return None
+            except OSError as exc:
+                if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+                continue
+        try:
+            _exchange(new, target)
+            return new
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                continue
+            if exc.errno not in (errno.ENOSYS, errno.EINVAL):
+                raise
+        old = new.with_suffix(".old")  # no atomic exchange here: target is briefly absent
+        os.rename(target, old)
+        os.rename(new, target)
+        return old
+    raise OSError(errno.EBUSY, "kept changing while being replaced", str(target))
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+@contextlib.contextmanager
+def replaced_folder(target: Path, renewed: set[str]) -> Iterator[Path]:
+    """A fresh folder beside `target` that replaces it whole when the block ends without error.
+
+    Everything in the old folder except the entries named in `renewed` is carried over (hard
+    links where possible) before the block runs; the block writes the renewed entries. The swap
+    is one rename, so a kill at any instant leaves the old folder or the new one, never a mix, and
+    a concurrent writer's folder is replaced whole too. The temporary name is unique per process.
+    """
+    target = Path(os.path.abspath(target))
+    if os.path.lexists(target) and not target.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    new = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        mode = (target.stat().st_mode if target.is_dir() else 0o777 & ~_umask()) & 0o7777
+        if target.is_dir():
+            for entry in os.scandir(target):
+                if entry.name in renewed:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.copytree(entry.path, new / entry.name, symlinks=True, copy_function=_link_or_copy)
+                else:
+                    _link_or_copy(entry.path, new / entry.name)
+        yield new
+        os.chmod(new, mode)
+        old = _swap_in(new, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(new, ignore_errors=True)
+
+
+def shown(path: Path | str) -> str:
+    """A path as text that can always be written: bytes that are not UTF-8 appear as \\xNN."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def git_commit() -> str | None:

@@ -1,5 +1,6 @@
 """The report a reviewer reads: REPORT.md (GitHub), report.json (machine-readable, with
-provenance) and results.json (every statistic). Files are written atomically."""
+provenance) and results.json (every statistic); index.html is html_report's, and report_set
+writes them all as one set."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from attngeom import fetch
 from attngeom.claims import checkpoint_labels
-from attngeom.files import git_commit, sha256_file, versions, write_atomic
+from attngeom.files import git_commit, sha256_file, shown, versions, write_atomic
 
 
 def cpu_model() -> str:
@@ -41,14 +42,14 @@ def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
     """Where the judgement came from: inputs and where each came from, expected values, software,
     machine, date, command."""
     return {
-        "inputs": {str(p): sha256_file(p) for p in inputs},
-        "sources": {str(p): fetch.origin(p) for p in inputs},
+        "inputs": {shown(p): sha256_file(p) for p in inputs},
+        "sources": {shown(p): fetch.origin(p) for p in inputs},
         "expected_sha256": expected_sha,
         "versions": versions(),
         "git_commit": git_commit(),
         "machine": machine(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(["reproduce.sh", *sys.argv[1:]]),
+        "command": " ".join(["reproduce.sh", *map(shown, sys.argv[1:])]),
     }
 
 

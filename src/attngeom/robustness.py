@@ -21,15 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom import expected, hull, stats
-from attngeom.bundles import (
-    ModelEvidence,
-    _check_array,
-    _load_npz,
-    _require,
-    find_model_folders,
-    load_model,
-)
+from attngeom import expected, hull, schema, stats
+from attngeom.bundles import ModelEvidence, find_model_folders, load_model
 from attngeom.errors import InputError
 
 _GEOM = re.compile(r"^geom_(?P<variant>.+)_s(?P<seed>\d+)\.npz$")
@@ -71,20 +64,21 @@ def write_windows_npz(path: Path, tokens_WT, maps: dict[int, np.ndarray], q_WLHT
 def read_windows(path: Path, model: ModelEvidence) -> ModelEvidence:
     """The model's evidence on every window of `path`, validated against its bundle: q, k, attn and
     maps gain a leading window axis W (tokens become tokens_WT)."""
-    data = _load_npz(path)
-    _require(path, data, ("tokens_WT", "steps", "q_WLHTD", "k_WLHTD"))
+    data = schema.load_npz(path)
+    schema.require_keys(path, data, ("tokens_WT", "steps", "q_WLHTD", "k_WLHTD"))
     L, H, T, D = model.q_LHTD.shape
-    _check_array(path, "tokens_WT", data["tokens_WT"], (None, T), "int")
+    schema.check_array(path, "tokens_WT", data["tokens_WT"], (None, T), "int")
     W = data["tokens_WT"].shape[0]
-    _check_array(path, "steps", data["steps"], (None,), "int")
+    schema.check_array(path, "steps", data["steps"], (None,), "int")
     steps = [int(s) for s in data["steps"]]
     if W < 1 or len(steps) < 2 or steps != sorted(set(steps)):
         raise InputError(f"{path}: expected at least one window and two increasing telemetry steps, got {W} and {steps}")
-    _require(path, data, tuple(f"attn_{s}" for s in steps))
+    schema.require_keys(path, data, tuple(f"attn_{s}" for s in steps))
     for key in ("q_WLHTD", "k_WLHTD"):
-        _check_array(path, key, data[key], (W, L, H, T, D), "f16")
+        schema.check_array(path, key, data[key], (W, L, H, T, D), "f16")
     for s in steps:
-        _check_array(path, f"attn_{s}", data[f"attn_{s}"], (W, L, H, T, T), "f16")
+        schema.check_array(path, f"attn_{s}", data[f"attn_{s}"], (W, L, H, T, T), "f16")
+        schema.check_attention(path, f"attn_{s}", data[f"attn_{s}"], model.strict)
     if not np.array_equal(data["tokens_WT"][0], model.tokens_T):
         raise InputError(f"{path}: window 0 is not the bundle's fixed window (its tokens differ)")
     maps = {s: data[f"attn_{s}"] for s in steps}

@@ -18,6 +18,7 @@ SCALES = (0.5, 0.8, 1.25, 2.0, 4.0)
 SWEEP_SCALES = tuple(np.geomspace(0.25, 4.0, 41).tolist())
 SWEEP_HEAD = (0, 0)
 CENSUS_HEAD = (3, 0)
+FIXED_HEADS = {"the census head": CENSUS_HEAD, "the scale sweep's head": SWEEP_HEAD}  # (layer, head) read by position
 
 
 def winners(scores_NTS: np.ndarray, strict: bool) -> np.ndarray:

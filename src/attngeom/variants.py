@@ -56,3 +56,9 @@ def variant(name: str) -> Variant:
 def find(name: str) -> Variant | None:
     """The record of a variant, None for a name the table lacks (a bundle may hold one)."""
     return _BY_NAME.get(name)
+
+
+def strict_mask(name: str) -> bool:
+    """Whether a variant's queries never see their own position (False for a name the table lacks)."""
+    spec = find(name)
+    return spec is not None and spec.strict_mask

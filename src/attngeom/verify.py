@@ -4,7 +4,7 @@ Loads the bundles (the author's published ones unless a folder is given), says o
 they are and so how they are judged, computes every statistic, judges every claim in expected/
 against it, writes the report and prints one line per claim and a closing `N passed, M failed`
 line. Exit status: 0 all judged claims pass, 1 a claim fails, 2 unusable input (raised as
-InputError before anything is written).
+InputError before anything is written); the report's files are replaced together or not at all.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from attngeom import evidence, expected, fetch, html_report, judge, report, robustness
+from attngeom import evidence, expected, fetch, judge, report, report_set, robustness, stats
 from attngeom.bundles import VARIANTS, load_models
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
-from attngeom.files import sha256_file
+from attngeom.files import sha256_file, shown
 from attngeom.options import list_of
 from attngeom.results import compute_results
 
@@ -45,8 +45,9 @@ def run_verify(
     The bundles say what they are (evidence.describe), which sets the tier and the claims that
     apply; `tier` overrides the tier, and a mismatch is a warning in the report.
     """
+    report_set.check_out(Path(out))
     root = Path(bundles_root) if bundles_root is not None else fetch.fetch_bundles()
-    models = load_models(root, variants)
+    models = load_models(root, variants, heads=stats.FIXED_HEADS)
     ev, tier, warnings, hashes = judge_evidence(root, models, tier)
     print(ev.line())
     for w in warnings:
@@ -62,17 +63,16 @@ def run_verify(
                      "line": ev.line()},
         "warnings": warnings,
         "preflight": ev.preflight,
-        "bundles": str(root),
+        "bundles": shown(root),
         "claims": rows,
         "provenance": report.provenance([Path(p) for p in hashes] + robust_inputs + [companion_runs], expected.sha256_of()),
     }  # fmt: skip
-    report.write_report(Path(out), doc, results)
-    html_report.write_html(Path(out), doc, results)
+    report_set.write_verified(Path(out), doc, results)
     width = max(len(r["id"]) for r in rows)
     for r in rows:
         print(f"{r['verdict']:4}  {r['id']:<{width}}  measured {r['measured']:<14} expected {r['expected']}")
     s = doc["summary"]
-    print(f"report: {Path(out) / 'REPORT.md'}")
+    print(f"report: {shown(Path(out) / 'REPORT.md')}")
     print(f"{s['passed']} passed, {s['failed']} failed" + (f", {s['skipped']} skipped" if s["skipped"] else ""))
     return EXIT_PASS if s["failed"] == 0 else EXIT_FAIL
 

@@ -1,0 +1,68 @@
+"""The report folder as one set: REPORT.md, report.json, results.json, index.html and the figures
+always describe the same run. They are written into a fresh folder beside the target and swapped
+in whole, so a kill at any instant leaves the old set or the new one."""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from attngeom import html_report, schema
+from attngeom.errors import InputError
+from attngeom.files import replaced_folder, shown
+from attngeom.report import write_report
+
+REPORT_FILES = {"REPORT.md", "report.json", "results.json", html_report.INDEX}
+
+
+def check_out(out: Path) -> None:
+    """Refuse at once, before any work, a report folder that could not be written."""
+    try:
+        target = Path(os.path.abspath(out))
+        if os.path.lexists(target) and not target.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "it exists and is not a folder")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for folder in (target.parent, target) if target.is_dir() else (target.parent,):  # read-only, immutable
+            tempfile.TemporaryDirectory(prefix=f".{target.name}.", suffix=".tmp", dir=folder).cleanup()
+    except OSError as exc:
+        raise InputError(f"{shown(out)}: cannot write the report there ({exc.strerror or exc})") from exc
+
+
+def write_set(out: Path, renewed: set[str], write: Callable[[Path], None]) -> None:
+    """Renew the entries `renewed` of the report folder `out` as one set.
+
+    `write(folder)` writes them into a fresh folder beside `out` that holds the rest of `out`
+    already; the folder then replaces `out` in one rename, so readers, a kill at any instant and
+    a concurrent command see the old set or the new one, never a mix. A folder that cannot be
+    written is unusable input.
+    """
+    try:
+        with replaced_folder(out, renewed) as folder:
+            write(folder)
+    except OSError as exc:
+        raise InputError(f"{shown(out)}: cannot write the report there ({exc.strerror or exc})") from exc
+
+
+def figures_inputs(folder: Path) -> set[str]:
+    """sha256 of the bundle files the figures in `folder` were drawn from (empty: none or unreadable)."""
+    path = folder / html_report.FIGURES_DIR / html_report.FIGURES_JSON
+    try:
+        doc = schema.read_json(path, schema.Record({"inputs": schema.Items(schema.Text(64))}, required=("inputs",)))
+    except InputError:
+        return set()
+    return set(doc["inputs"])
+
+
+def write_verified(out: Path, report: dict, results: dict) -> None:
+    """The set of a verification; figures of other bundles are left out of it."""
+    drawn = figures_inputs(Path(out))
+    stale = {html_report.FIGURES_DIR} if not drawn or not drawn <= set(report["provenance"]["inputs"].values()) else set()
+
+    def write(folder: Path) -> None:
+        write_report(folder, report, results)
+        html_report.write_html(folder, report, results)
+
+    write_set(out, REPORT_FILES | stale, write)

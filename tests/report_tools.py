@@ -1,0 +1,70 @@
+"""The command line in a subprocess, and the check that a report folder holds one run's set."""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from PIL import Image
+
+from attngeom import expected
+from attngeom.claims import CLAIM_FUNCTIONS
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def command(*args: str | bytes) -> list:
+    return [sys.executable, "-m", "attngeom", *args]
+
+
+def environment(**extra: str) -> dict:
+    return {**os.environ, "PYTHONPATH": str(REPO / "src"), **extra}
+
+
+def cli(*args: str | bytes, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(command(*args), cwd=cwd, env=environment(**extra), capture_output=True, text=True, timeout=600, check=False)
+
+
+def assert_one_error_line(proc: subprocess.CompletedProcess, status: int, starts: str = "error: ") -> None:
+    assert proc.returncode == status, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stderr.startswith(starts) and len(proc.stderr.strip().splitlines()) == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def assert_consistent_set(out: Path) -> dict:
+    """REPORT.md, report.json, results.json, index.html and the figures describe one and the same run."""
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    md = (out / "REPORT.md").read_text(encoding="utf-8")
+    page = (out / "index.html").read_text(encoding="utf-8")
+    p, s = report["provenance"], report["summary"]
+    assert f"`{p['command']}`" in md and p["date"] in md
+    assert f"**{s['verdict']}**: {s['passed']} passed, {s['failed']} failed" in md
+    assert html.escape(report["bundles"]) in page and html.escape(p["date"]) in page
+    args = {e["id"]: e["args"] for e in expected.load_claims()}
+    for row in report["claims"]:
+        if row["verdict"] == "SKIP":
+            continue
+        measured = CLAIM_FUNCTIONS[row["function"]](results, **args[row["id"]])
+        assert expected.fmt(measured) == row["measured"], row["id"]
+    if report["tier"] == "published":  # there a claim is skipped only when its model is absent
+        verdicts = {r["id"]: r["verdict"] for r in report["claims"]}
+        skipped = {args[cid].get("model") for cid, v in verdicts.items() if v == "SKIP"}
+        assert not skipped & set(results["models"]), "a model in results.json was not judged"
+    figures = out / "figures"
+    if figures.exists():
+        drawn = json.loads((figures / "figures.json").read_text(encoding="utf-8"))
+        assert set(drawn["inputs"]) <= set(p["inputs"].values())
+        for entry in drawn["figures"]:
+            with Image.open(figures / entry["file"]) as gif:
+                assert gif.n_frames >= 1 and (figures / entry["file"]).stat().st_size == entry["bytes"]
+    return report
+
+
+def stray_temporaries(folder: Path) -> list[Path]:
+    """Temporary files or folders the writers left behind under `folder`."""
+    return [p for p in folder.rglob("*") if p.name.startswith(".") and p.name.endswith((".tmp", ".old"))]
