@@ -61,7 +61,7 @@ case "${1:-}" in
   bench)
     case "${2:-}" in
       verify|train) exec "$venv/bin/python" "$here/bench/bench_$2.py" "${@:3}" ;;
-      *) die "usage: reproduce.sh bench verify|train [--quick] (see bench/)" ;;
+      *) die "bench: which benchmark, verify or train? usage: reproduce.sh bench verify|train [--quick] (see bench/)" ;;
     esac ;;
   *) exec "$venv/bin/python" -m attngeom "$@" ;;
 esac

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from attngeom import expected
+from attngeom import expected, judge
 from attngeom.claims import CLAIM_FUNCTIONS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,7 +50,7 @@ def assert_consistent_set(out: Path) -> dict:
         if row["verdict"] == "SKIP":
             continue
         measured = CLAIM_FUNCTIONS[row["function"]](results, **args[row["id"]])
-        assert expected.fmt(measured) == row["measured"], row["id"]
+        assert judge.fmt(measured) == row["measured"], row["id"]
     if report["tier"] == "published":  # there a claim is skipped only when its model is absent
         verdicts = {r["id"]: r["verdict"] for r in report["claims"]}
         skipped = {args[cid].get("model") for cid, v in verdicts.items() if v == "SKIP"}

@@ -135,7 +135,7 @@ def test_the_harness_trains_as_the_author_script_on_this_machine(tmp_path):
 def run_folder(tmp_path):
     from attngeom.training import runs
 
-    return runs.RunFolder(tmp_path / "run", config={"preset": "smoke"})
+    return runs.RunFolder(runs.new_run_dir(tmp_path / "run", "smoke"), config={"preset": "smoke"})
 
 
 def test_no_preflight_on_a_cpu_unless_asked(run_folder, monkeypatch):
