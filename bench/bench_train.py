@@ -26,11 +26,11 @@ from flax import nnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from attngeom.training import data, train  # noqa: E402
-from attngeom.training.model import build  # noqa: E402
+from attngeom.training import config, data, train
+from attngeom.training.model import build
 
 
-def baseline(variant: str, cfg: train.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
+def baseline(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
     """Per-step nnx.jit loop: (losses of the first run, steps/s of each run)."""
 
     @nnx.jit
@@ -55,7 +55,7 @@ def baseline(variant: str, cfg: train.TrainConfig, corpus: data.Corpus, steps: i
     return losses, rates
 
 
-def harness(variant: str, cfg: train.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
+def harness(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
     """The harness's chunked steps: (losses of the first run, steps/s of each run)."""
     graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
     run_chunk = train.make_chunk(train.make_step(graphdef, tx))
@@ -78,7 +78,7 @@ def harness(variant: str, cfg: train.TrainConfig, corpus: data.Corpus, steps: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the smoke preset, 20 steps (about a minute on a CPU)")
-    parser.add_argument("--preset", choices=tuple(train.PRESETS), help="default: paper (smoke with --quick)")
+    parser.add_argument("--preset", choices=tuple(config.PRESETS), help="default: paper (smoke with --quick)")
     parser.add_argument("--variants", default="softmax,yat_b,goat_v")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per run")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per method (the median is reported)")
@@ -86,11 +86,13 @@ def main() -> None:
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     preset = args.preset or ("smoke" if args.quick else "paper")
-    cfg = train.preset(preset, chunk=args.chunk)
+    cfg = config.preset(preset, chunk=args.chunk)
     corpus = data.load_corpus()
     device = jax.devices()[0]
-    print(f"device: {device.platform} ({device.device_kind}); preset {preset};"
-          f" {args.steps} steps x {args.repeats} runs; chunk {cfg.chunk}")  # fmt: skip
+    print(
+        f"device: {device.platform} ({device.device_kind}); preset {preset};"
+        f" {args.steps} steps x {args.repeats} runs; chunk {cfg.chunk}"
+    )
     print(f"{'variant':8} {'baseline steps/s':>17} {'harness steps/s':>16} {'ratio':>6}  losses")
     figures = {}
     for variant in args.variants.split(","):
@@ -100,11 +102,21 @@ def main() -> None:
         identical = bool(np.array_equal(base_losses, ours_losses))
         same = "identical" if identical else f"DIFFER (max abs {np.max(np.abs(base_losses - ours_losses)):.3g})"
         print(f"{variant:8} {base:17.2f} {ours:16.2f} {ours / base:6.2f}  {same}", flush=True)
-        figures[variant] = {"baseline_steps_per_s": base, "harness_steps_per_s": ours, "ratio": ours / base,
-                            "identical_losses": identical}  # fmt: skip
+        figures[variant] = {
+            "baseline_steps_per_s": base,
+            "harness_steps_per_s": ours,
+            "ratio": ours / base,
+            "identical_losses": identical,
+        }
     if args.json:
-        doc = {"device": {"platform": device.platform, "kind": device.device_kind}, "preset": preset,
-               "steps": args.steps, "repeats": args.repeats, "chunk": cfg.chunk, "variants": figures}  # fmt: skip
+        doc = {
+            "device": {"platform": device.platform, "kind": device.device_kind},
+            "preset": preset,
+            "steps": args.steps,
+            "repeats": args.repeats,
+            "chunk": cfg.chunk,
+            "variants": figures,
+        }
         args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
 

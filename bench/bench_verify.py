@@ -28,9 +28,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 
-from bundle_tools import add_windows, copy_published
+from bundle_tools import add_windows, copy_published  # noqa: E402 - after the path set-up above
 
-from attngeom import bundles, fetch, hull, verify
+from attngeom import bundles, fetch, hull, verify  # noqa: E402
 
 
 def median_time(fn, runs: int):
@@ -53,8 +53,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="3 runs; census and baseline on layer 0's keys only")
     parser.add_argument("--runs", type=int, help="timed runs of the verify stage and the census (default 7, quick 3)")
-    parser.add_argument("--baseline-runs", type=int, default=1,
-                        help="runs of the per-key LP baseline (about 40 s each; 0 skips it)")  # fmt: skip
+    parser.add_argument(
+        "--baseline-runs", type=int, default=1, help="runs of the per-key LP baseline (about 40 s each; 0 skips it)"
+    )
     parser.add_argument("--windows", type=int, help="windows per model in the windows case (default 16, quick 4)")
     args = parser.parse_args()
     args.runs = args.runs or (3 if args.quick else 7)
@@ -91,9 +92,13 @@ def main() -> None:
     print(f"hull census ({n_keys}), certificates + LP: median {t_hull:.3f} s over {args.runs} runs")
     if args.baseline_runs:
         t_base, base = median_time(lambda: [lp_census(k) for k in keys], args.baseline_runs)
-        assert all(np.array_equal(a, b.reshape(a.shape)) for a, b in zip(ours, base)), "census differs from the baseline"
+        assert all(np.array_equal(a, b.reshape(a.shape)) for a, b in zip(ours, base)), (
+            "census differs from the baseline"
+        )
         print(f"hull census, one LP per key (baseline): median {t_base:.3f} s over {args.baseline_runs} runs")
-        print(f"speed-up of the census: {t_base / t_hull:.0f}x, identical verdicts ({sum(int(a.sum()) for a in ours)} inside)")
+        print(
+            f"speed-up of the census: {t_base / t_hull:.0f}x, identical verdicts ({sum(int(a.sum()) for a in ours)} inside)"
+        )
 
 
 if __name__ == "__main__":

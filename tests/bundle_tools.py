@@ -52,6 +52,8 @@ def stop_after(root: Path, step: int) -> None:
         data = json.loads(path.read_text())
         data["cfg"]["STOPPED_AFTER"] = step
         path.write_text(json.dumps(data))
+
+
 def add_windows(model, W: int, seed: int = 0) -> None:
     """Write `windows_{variant}_s{seed}.npz` beside a loaded model's bundle, as the contract says: window
     0 is the bundle's own fixed window; window w > 0 takes the final q and k with their positions

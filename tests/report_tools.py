@@ -26,7 +26,9 @@ def environment(**extra: str) -> dict:
 
 
 def cli(*args: str | bytes, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(command(*args), cwd=cwd, env=environment(**extra), capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(
+        command(*args), cwd=cwd, env=environment(**extra), capture_output=True, text=True, timeout=600, check=False
+    )
 
 
 def assert_one_error_line(proc: subprocess.CompletedProcess, status: int, starts: str = "error: ") -> None:

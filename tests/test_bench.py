@@ -19,8 +19,14 @@ def _env_without_pythonpath() -> dict:
 
 @pytest.mark.parametrize("script", ["bench_train.py", "bench_verify.py"])
 def test_bench_scripts_run_as_they_are(script, tmp_path):
-    done = subprocess.run([sys.executable, str(REPO / "bench" / script), "--help"], cwd=tmp_path,
-                          env=_env_without_pythonpath(), capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), "--help"],
+        cwd=tmp_path,
+        env=_env_without_pythonpath(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "--quick" in done.stdout and "./reproduce.sh bench " in done.stdout
 
@@ -35,8 +41,13 @@ def test_an_unknown_benchmark_is_one_error_line():
 @pytest.mark.slow
 def test_the_gpu_check_runs_every_step_smoke_sized(tmp_path):
     env = {**_env_without_pythonpath(), "OUT": ""}
-    done = subprocess.run([str(REPO / "bench" / "gpu_check.sh"), "--smoke", str(tmp_path)], env=env,
-                          capture_output=True, text=True, timeout=1800)  # fmt: skip
+    done = subprocess.run(
+        [str(REPO / "bench" / "gpu_check.sh"), "--smoke", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     doc = json.loads((tmp_path / "gpu_check.json").read_text())
     assert list(doc["steps"]) == ["fidelity", "bench_train", "rerun"]

@@ -75,15 +75,40 @@ def damage(copy, how):
         edit_run(js, "yat_b", eps_learned=[[float("nan")] * 4] * 6)
     elif how == "tokens differ":
         rewrite_npz(attn, tokens=np.zeros(128, np.int32))
-    return {"missing": "no geom_softmax_s0.npz", "truncated": "corrupt or truncated", "not a zip": "corrupt or truncated",
-            "missing key": "missing key", "wrong shape": "has shape", "wrong dtype": "expected float16",
-            "nan": "NaN or inf", "inf in maps": "NaN or inf", "bad json": "not valid JSON",
-            "no run record": "no run record", "bad b": "b_learned", "nan eps": "eps_learned",
-            "tokens differ": "tokens", "missing maps": "missing file"}[how]
+    return {
+        "missing": "no geom_softmax_s0.npz",
+        "truncated": "corrupt or truncated",
+        "not a zip": "corrupt or truncated",
+        "missing key": "missing key",
+        "wrong shape": "has shape",
+        "wrong dtype": "expected float16",
+        "nan": "NaN or inf",
+        "inf in maps": "NaN or inf",
+        "bad json": "not valid JSON",
+        "no run record": "no run record",
+        "bad b": "b_learned",
+        "nan eps": "eps_learned",
+        "tokens differ": "tokens",
+        "missing maps": "missing file",
+    }[how]
 
 
-HOWS = ["missing", "missing maps", "truncated", "not a zip", "missing key", "wrong shape", "wrong dtype", "nan", "inf in maps",
-        "bad json", "no run record", "bad b", "nan eps", "tokens differ"]
+HOWS = [
+    "missing",
+    "missing maps",
+    "truncated",
+    "not a zip",
+    "missing key",
+    "wrong shape",
+    "wrong dtype",
+    "nan",
+    "inf in maps",
+    "bad json",
+    "no run record",
+    "bad b",
+    "nan eps",
+    "tokens differ",
+]
 
 
 @pytest.mark.parametrize("how", HOWS)
@@ -132,8 +157,11 @@ def hostile(copy, how):
         _raw_run_field(js, "yat_b", "seed", "0.5")
         return r"runs\[1\].seed: a number where an integer is due"
     if how in ("2 layers", "T = 1", "head dim 0"):
-        cut = {"2 layers": (slice(0, 2), slice(None), slice(None)), "T = 1": (slice(None), slice(0, 1), slice(None)),
-               "head dim 0": (slice(None), slice(None), slice(0, 0))}[how]
+        cut = {
+            "2 layers": (slice(0, 2), slice(None), slice(None)),
+            "T = 1": (slice(None), slice(0, 1), slice(None)),
+            "head dim 0": (slice(None), slice(None), slice(0, 0)),
+        }[how]
         layers, rows, dims = cut
         with np.load(geom) as z, np.load(attn) as a:
             g = {k: z[k] for k in z.files}
@@ -144,8 +172,11 @@ def hostile(copy, how):
         maps = {k: (v[layers, :, rows, rows] if v.ndim == 4 else v[rows]) for k, v in maps.items()}
         np.savez_compressed(geom, **g)
         np.savez_compressed(attn, **maps)
-        return {"2 layers": "2 layers of 4 heads; the census head is layer 4", "T = 1": "a window of 3 positions",
-                "head dim 0": "a head dimension"}[how]
+        return {
+            "2 layers": "2 layers of 4 heads; the census head is layer 4",
+            "T = 1": "a window of 3 positions",
+            "head dim 0": "a head dimension",
+        }[how]
     if how == "rows that do not sum to 1":
         rewrite_npz(attn, step6000=npz_array(attn, "step6000") * np.float16(1.5))
         return "'step6000' row .* sums to"
@@ -157,8 +188,19 @@ def hostile(copy, how):
     raise AssertionError(how)
 
 
-HOSTILE = ["best_val 1e400", "best_val of 401 digits", "STEPS a string", "nested 200,000 deep", "a 5,000-digit integer",
-           "seed a float", "2 layers", "T = 1", "head dim 0", "rows that do not sum to 1", "negative weights"]
+HOSTILE = [
+    "best_val 1e400",
+    "best_val of 401 digits",
+    "STEPS a string",
+    "nested 200,000 deep",
+    "a 5,000-digit integer",
+    "seed a float",
+    "2 layers",
+    "T = 1",
+    "head dim 0",
+    "rows that do not sum to 1",
+    "negative weights",
+]
 
 
 @pytest.mark.parametrize("how", HOSTILE)
@@ -198,7 +240,10 @@ def test_a_zip_bomb_is_refused_without_large_memory(copy):
     n = (schema.MAX_NPZ_BYTES + (64 << 20)) // 2
     header = io.BytesIO()
     np.lib.format.write_array_header_2_0(header, {"descr": "<f2", "fortran_order": False, "shape": (n,)})
-    with zipfile.ZipFile(geom, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z, z.open("q.npy", "w", force_zip64=True) as f:
+    with (
+        zipfile.ZipFile(geom, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z,
+        z.open("q.npy", "w", force_zip64=True) as f,
+    ):
         f.write(header.getvalue())
         block = bytes(16 << 20)
         for _ in range(2 * n // len(block) + 1):

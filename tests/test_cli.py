@@ -34,7 +34,12 @@ def _fresh_copy(earlier, tmp_path) -> Path:
 def _python(code: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=cwd, env=environment(**extra), capture_output=True, text=True, timeout=600, check=False,
+        cwd=cwd,
+        env=environment(**extra),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
 
 
@@ -79,8 +84,13 @@ def test_a_crash_while_writing_the_report_keeps_the_earlier_set(earlier, publish
 
 @pytest.mark.parametrize(
     "args",
-    [("--tier", "bogus"), ("--variants", "softmax,nope"), ("rerun", "--preset", "huge"), ("figures", "--bogus"),
-     ("kaggle", "status", "--bogus")],
+    [
+        ("--tier", "bogus"),
+        ("--variants", "softmax,nope"),
+        ("rerun", "--preset", "huge"),
+        ("figures", "--bogus"),
+        ("kaggle", "status", "--bogus"),
+    ],
     ids=["verify tier", "verify variants", "rerun preset", "figures option", "kaggle option"],
 )
 def test_a_bad_command_line_is_one_line_without_usage(args, tmp_path):
@@ -113,7 +123,8 @@ def _unwritable(kind: str, tmp_path: Path) -> str:
 
 
 @pytest.mark.parametrize(
-    "kind", ["an existing file", "a path under a file", "a path under /proc", "an immutable folder", "a read-only folder"]
+    "kind",
+    ["an existing file", "a path under a file", "a path under /proc", "an immutable folder", "a read-only folder"],
 )
 @pytest.mark.parametrize("subcommand", ["verify", "figures"])
 def test_an_unwritable_out_is_one_line(kind, subcommand, published_root, tmp_path):
@@ -144,7 +155,11 @@ def test_a_path_that_is_not_utf8_gives_one_consistent_set(where, earlier, publis
         out = Path(os.fsdecode(os.fsencode(out) + b"-\xff"))
     proc = subprocess.run(
         command("--bundles", bundles, "--variants", "softmax,yat_b", "--out", os.fsencode(out)),
-        cwd=tmp_path, env=environment(), capture_output=True, timeout=600, check=False,
+        cwd=tmp_path,
+        env=environment(),
+        capture_output=True,
+        timeout=600,
+        check=False,
     )
     assert proc.returncode == 1, proc.stderr.decode(errors="replace")
     assert not proc.stderr and (where == "--bundles" or b"-\\xff/REPORT.md" in proc.stdout)
@@ -158,11 +173,22 @@ def test_two_verifies_into_one_folder_both_leave_a_consistent_set(published_root
     out = tmp_path / "out"
     for _ in range(2):
         procs = [
-            subprocess.Popen(command("--bundles", str(published_root), "--out", str(out)), cwd=tmp_path,
-                             env=environment(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
-            subprocess.Popen(command("--bundles", str(published_root / QK), "--variants", "softmax,yat_b", "--out",
-                                     str(out)), cwd=tmp_path, env=environment(), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True),
+            subprocess.Popen(
+                command("--bundles", str(published_root), "--out", str(out)),
+                cwd=tmp_path,
+                env=environment(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
+            subprocess.Popen(
+                command("--bundles", str(published_root / QK), "--variants", "softmax,yat_b", "--out", str(out)),
+                cwd=tmp_path,
+                env=environment(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            ),
         ]
         for proc, status in zip(procs, (1, 1)):
             _, err = proc.communicate(timeout=600)

@@ -66,8 +66,10 @@ def test_a_runs_file_other_than_the_named_one_is_refused(runs_json):
         ('{"curves": [{"variant": "softmax", "best_val": 1.5}]}', "'seed'"),
         ('{"curves": [{"variant": "softmax", "seed": 0, "best_val": NaN}]}', "finite positive"),
         ('{"curves": [{"variant": "softmax", "seed": 0, "best_val": "1.5"}]}', "finite positive"),
-        ('{"curves": [{"variant": "yat", "seed": 0, "best_val": 1.5}, {"variant": "yat", "seed": 0, "best_val": 1.6}]}',
-         "appears twice"),
+        (
+            '{"curves": [{"variant": "yat", "seed": 0, "best_val": 1.5}, {"variant": "yat", "seed": 0, "best_val": 1.6}]}',
+            "appears twice",
+        ),
     ],
 )
 def test_malformed_runs_file_is_one_input_error(tmp_path, text, match):

@@ -35,7 +35,14 @@ def test_a_configuration_survives_the_manifest():
 )
 def test_verification_and_the_command_line_never_load_jax(code):
     check = f"import sys; {code}; print(sorted(m for m in sys.modules if m.split('.')[0] in {JAX_SIDE!r}))"
-    proc = subprocess.run([sys.executable, "-c", check], check=False, cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", check],
+        check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"

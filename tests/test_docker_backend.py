@@ -38,8 +38,9 @@ def test_run_forwards_everything_after_its_own_options():
 
 
 def test_run_command_mounts_output_and_mirror_as_the_caller(tmp_path):
-    cmd = docker_backend.run_command("docker", "img", tmp_path / "out", tmp_path / "m", ["--gpus", "all"],
-                                     ["--", "--bundles", "b"])
+    cmd = docker_backend.run_command(
+        "docker", "img", tmp_path / "out", tmp_path / "m", ["--gpus", "all"], ["--", "--bundles", "b"]
+    )
     joined = " ".join(cmd)
     assert f"--user {os.getuid()}:{os.getgid()}" in joined
     assert f"--volume {tmp_path / 'out'}:/out --workdir /out" in joined
@@ -88,8 +89,10 @@ def test_gpu_flags(monkeypatch, tmp_path, smi_output, runtimes, expect_gpu, says
     assert says in note
 
 
-@pytest.mark.parametrize(("version", "buildx", "expected"),
-                         [("20.10.24+dfsg1", False, True), ("28.2.2", False, False), ("28.2.2", True, True)])
+@pytest.mark.parametrize(
+    ("version", "buildx", "expected"),
+    [("20.10.24+dfsg1", False, True), ("28.2.2", False, False), ("28.2.2", True, True)],
+)
 def test_has_buildkit(tmp_path, version, buildx, expected):
     docker = fake_docker(tmp_path, f'[ "$1" = buildx ] && exit {0 if buildx else 1}\necho {version}')
     assert docker_backend.has_buildkit(str(docker)) is expected

@@ -41,11 +41,16 @@ def test_step_statistics_are_the_published_maps_and_their_bands_cover_the_author
 
     published = fetch.fetch_bundles()
     telemetry = fetch.fetch_bundles(fetch.TELEMETRY_BUNDLES)
-    files = {"softmax": published / "kgl_blog-attngeom-qk", "yat_b": published / "kgl_blog-attngeom-qk",
-             "goat_v": published / "kgl_blog-attngeom-goat"}
+    files = {
+        "softmax": published / "kgl_blog-attngeom-qk",
+        "yat_b": published / "kgl_blog-attngeom-qk",
+        "goat_v": published / "kgl_blog-attngeom-goat",
+    }
     reruns = {"yat_b": telemetry / "kgl_blog-yatattn-b-telem", "goat_v": telemetry / "kgl_blog-goat-telem"}
-    measure = {"occupancy": lambda m, strict: stats.occupancy(m, strict).mean() * 128,
-               "entropy": lambda m, strict: stats.norm_entropy(m, strict).mean()}
+    measure = {
+        "occupancy": lambda m, strict: stats.occupancy(m, strict).mean() * 128,
+        "entropy": lambda m, strict: stats.norm_entropy(m, strict).mean(),
+    }
     steps = expected.load_steps()
     assert sorted(steps) == [1200, 6000]
     for step, statistics in steps.items():

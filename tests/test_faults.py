@@ -40,8 +40,15 @@ def signalled(args: list, cwd: Path, delay: float, sig: int) -> tuple[int | None
     Returns the exit status (None: it ended before the signal), stderr, and the seconds from the
     signal to the end.
     """
-    proc = subprocess.Popen(command(*args), cwd=cwd, env=environment(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        command(*args),
+        cwd=cwd,
+        env=environment(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         proc.wait(timeout=delay)
         return None, proc.stderr.read(), 0.0
@@ -63,12 +70,19 @@ def before(published_root, tmp_path_factory) -> tuple[Path, dict[str, bytes], fl
     out = tmp / "out"
     env = environment()
     for args in (["--out", str(out)], ["figures", "--out", str(out)]):
-        proc = subprocess.run(command(*args, "--bundles", str(published_root)), cwd=tmp, env=env, capture_output=True, check=False)
+        proc = subprocess.run(
+            command(*args, "--bundles", str(published_root)), cwd=tmp, env=env, capture_output=True, check=False
+        )
         assert proc.returncode in (0, 1), proc.stderr
     started = time.monotonic()
     other = tmp / "other"
-    proc = subprocess.run(command("--bundles", str(published_root / QK), "--variants", "softmax,yat_b", "--out", str(other)),
-                          cwd=tmp, env=env, capture_output=True, check=False)
+    proc = subprocess.run(
+        command("--bundles", str(published_root / QK), "--variants", "softmax,yat_b", "--out", str(other)),
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
     assert proc.returncode == 1, proc.stderr
     return out, snapshot(out), time.monotonic() - started
 
@@ -102,8 +116,9 @@ def test_ctrl_c_at_random_moments_of_a_smoke_rerun_is_one_line_and_130(tmp_path)
     delays = [0.5, *sorted(RNG.uniform(1.0, 25.0) for _ in range(4))]
     for i, delay in enumerate(delays):
         out = tmp_path / f"run{i}"
-        status, err, took = signalled(["rerun", "--preset", "smoke", "--out", str(out), "--quiet"], tmp_path, delay,
-                                      signal.SIGINT)
+        status, err, took = signalled(
+            ["rerun", "--preset", "smoke", "--out", str(out), "--quiet"], tmp_path, delay, signal.SIGINT
+        )
         assert (status, err) == (130, "interrupted\n"), (delay, err[-3000:])
         assert took < GRACE_S + 2, (delay, took)
         if (out / "manifest.json").exists():
@@ -115,8 +130,9 @@ def test_ctrl_c_at_random_moments_of_a_smoke_rerun_is_one_line_and_130(tmp_path)
 def test_signals_during_figures_leave_every_gif_whole(sig, before, published_root, tmp_path):
     """Case: a kill while a GIF was written turned a good GIF into a 0-byte file."""
     out = _fresh(before, tmp_path)
-    status, err, _ = signalled(["figures", "--bundles", str(published_root), "--out", str(out)], tmp_path,
-                               RNG.uniform(3.0, 30.0), sig)
+    status, err, _ = signalled(
+        ["figures", "--bundles", str(published_root), "--out", str(out)], tmp_path, RNG.uniform(3.0, 30.0), sig
+    )
     assert_consistent_set(out)
     assert set(snapshot(out)) == set(before[1])  # every GIF still there, and whole (checked above)
     if sig == signal.SIGINT and status is not None:
@@ -166,8 +182,11 @@ def mutated(data: bytes, draw_edits) -> bytes:
     return bytes(out)
 
 
-EDITS = st.lists(st.tuples(st.sampled_from(["flip", "cut", "insert"]), st.integers(0, 2**31), st.integers(0, 255)),
-                 min_size=1, max_size=6)
+EDITS = st.lists(
+    st.tuples(st.sampled_from(["flip", "cut", "insert"]), st.integers(0, 2**31), st.integers(0, 255)),
+    min_size=1,
+    max_size=6,
+)
 
 
 @pytest.mark.faults
@@ -181,8 +200,13 @@ def test_fuzzed_json_text_is_parsed_or_refused(text):
 
 
 @pytest.mark.faults
-@given(doc=JSON_VALUES, runs=st.lists(st.dictionaries(st.sampled_from(["variant", "seed", "best_val", "b_learned"]),
-                                                      JSON_VALUES, max_size=4), max_size=3))
+@given(
+    doc=JSON_VALUES,
+    runs=st.lists(
+        st.dictionaries(st.sampled_from(["variant", "seed", "best_val", "b_learned"]), JSON_VALUES, max_size=4),
+        max_size=3,
+    ),
+)
 @FUZZ
 def test_fuzzed_run_json_is_read_or_refused(tmp_path_factory, doc, runs):
     path = tmp_path_factory.mktemp("j") / bundles.RUN_JSON
@@ -220,7 +244,13 @@ def small_bundle(tmp_path_factory) -> Path:
     attn = (w / w.sum(-1, keepdims=True)).astype(np.float16)
     bundles.write_attn_npz(folder / "attn_yat_b_s0.npz", np.arange(6), {0: attn, 5: attn})
     bundles.write_geom_npz(folder / "geom_yat_b_s0.npz", np.arange(6), q, k, attn)
-    run = {"variant": "yat_b", "seed": 0, "best_val": 1.5, "b_learned": [[1.0, 2.0]] * 5, "eps_learned": [[0.1] * 2] * 5}
+    run = {
+        "variant": "yat_b",
+        "seed": 0,
+        "best_val": 1.5,
+        "b_learned": [[1.0, 2.0]] * 5,
+        "eps_learned": [[0.1] * 2] * 5,
+    }
     (folder / bundles.RUN_JSON).write_text(json.dumps({"runs": [run], "cfg": {"STEPS": 6}}))
     bundles.load_model(folder, "yat_b")
     return folder
@@ -242,8 +272,11 @@ def test_fuzzed_bundle_files_are_loaded_or_refused(small_bundle, tmp_path_factor
 
 
 @pytest.mark.faults
-@given(shape=st.lists(st.integers(0, 2**62), min_size=0, max_size=4), descr=st.sampled_from(["<f2", "<i4", "|b1", "<c8", "|O"]),
-       payload=st.binary(max_size=64))
+@given(
+    shape=st.lists(st.integers(0, 2**62), min_size=0, max_size=4),
+    descr=st.sampled_from(["<f2", "<i4", "|b1", "<c8", "|O"]),
+    payload=st.binary(max_size=64),
+)
 @FUZZ
 def test_fuzzed_npy_headers_are_refused_before_allocating(tmp_path_factory, shape, descr, payload):
     header = io.BytesIO()

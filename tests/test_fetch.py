@@ -141,7 +141,11 @@ def test_the_report_says_where_each_input_came_from_and_on_what_cpu(fake_mirror,
     if platform.system() == "Linux" and "model name" in cpuinfo.read_text():
         names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")]
         assert report.cpu_model() == names[0]
-    doc = {"summary": {"verdict": "PASS", "passed": 0, "failed": 0, "skipped": 0}, "tier": "published", "claims": [],
-           "provenance": {**prov, "git_commit": None, "date": "d", "command": "c", "expected_sha256": {}, "versions": {}}}
+    doc = {
+        "summary": {"verdict": "PASS", "passed": 0, "failed": 0, "skipped": 0},
+        "tier": "published",
+        "claims": [],
+        "provenance": {**prov, "git_commit": None, "date": "d", "command": "c", "expected_sha256": {}, "versions": {}},
+    }
     md = report.markdown(doc, {"models": {}})
     assert "1 input(s) came from a stale download cache" in md and "**stale cache**" in md and "a local file" in md

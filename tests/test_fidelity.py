@@ -17,8 +17,16 @@ from attngeom.training import fidelity, original
 
 def _side(seed: int = 0) -> dict:
     attn_LHTT = np.random.default_rng(seed).random((2, 2, 4, 4)).astype(np.float16)
-    return {"softmax": {"parameters": 10, "param_sum": 1.5, "param_abs_sum": 3.25, "tokens": [1, 2, 3],
-                        "losses": [4.7344, 3.7372, 3.4953], "attn_step0": attn_LHTT}}  # fmt: skip
+    return {
+        "softmax": {
+            "parameters": 10,
+            "param_sum": 1.5,
+            "param_abs_sum": 3.25,
+            "tokens": [1, 2, 3],
+            "losses": [4.7344, 3.7372, 3.4953],
+            "attn_step0": attn_LHTT,
+        }
+    }
 
 
 def test_identical_figures_pass_exactly():
@@ -70,8 +78,12 @@ def test_sides_of_different_lengths_are_unusable():
 def test_table_and_summary_name_every_check():
     harness = copy.deepcopy(_side())
     harness["softmax"]["losses"][0] += 0.5
-    doc = {**fidelity.compare(_side(), harness), "steps": 3, "device": {"platform": "cpu", "kind": "cpu"},
-           "cpu": {"model": "Some CPU", "cores": 2}}  # fmt: skip
+    doc = {
+        **fidelity.compare(_side(), harness),
+        "steps": 3,
+        "device": {"platform": "cpu", "kind": "cpu"},
+        "cpu": {"model": "Some CPU", "cores": 2},
+    }
     lines = fidelity.table(doc).splitlines()
     assert len(lines) == 1 + 8 and "DIFFERS" in next(line for line in lines if "loss step 0" in line)
     assert fidelity.summary_line(doc) == "fidelity: FAIL (7 of 8 figures exactly equal; 3 steps on Some CPU)"
@@ -147,8 +159,12 @@ def test_no_preflight_on_a_cpu_unless_asked(run_folder, monkeypatch):
 
 def test_a_failed_preflight_is_recorded_and_training_goes_on(run_folder, monkeypatch, capsys):
     def failing(variants, steps, out_file):
-        doc = {**fidelity.compare(_side(), {"softmax": {**_side()["softmax"], "parameters": 9}}), "steps": steps,
-               "device": {"platform": "cpu", "kind": "cpu"}, "cpu": {"model": "Some CPU", "cores": 2}}  # fmt: skip
+        doc = {
+            **fidelity.compare(_side(), {"softmax": {**_side()["softmax"], "parameters": 9}}),
+            "steps": steps,
+            "device": {"platform": "cpu", "kind": "cpu"},
+            "cpu": {"model": "Some CPU", "cores": 2},
+        }
         out_file.write_text("{}", encoding="utf-8")
         return doc
 
@@ -179,8 +195,9 @@ def test_a_rerun_with_a_preflight_keeps_its_fidelity_file(tmp_path):
     from attngeom.training.runs import require_complete
 
     run = tmp_path / "run"
-    status = cli.main(["rerun", "--preset", "smoke", "--variants", "softmax", "--preflight", "1", "--quiet",
-                       "--out", str(run)])  # fmt: skip
+    status = cli.main(
+        ["rerun", "--preset", "smoke", "--variants", "softmax", "--preflight", "1", "--quiet", "--out", str(run)]
+    )
     assert status in (0, 1)  # a softmax-only smoke run judges few claims; the preflight is what is tested
     manifest = require_complete(run)
     assert manifest["preflight"] == {"verdict": "PASS", "steps": 1, "device": "cpu", "file": "fidelity.json"}

@@ -36,8 +36,11 @@ def test_hull_caption_names_the_grid_the_shares_are_counted_on(tmp_path: Path, m
 def _captured(monkeypatch, figure, tmp_path: Path):
     """Draw a figure without writing its GIF; return the figure and its per-frame update."""
     seen = {}
-    monkeypatch.setattr(figures_toy, "save_gif", lambda fig, path, n, fps, update, moving: seen.update(
-        fig=fig, update=update, n=n, moving=moving))  # fmt: skip
+    monkeypatch.setattr(
+        figures_toy,
+        "save_gif",
+        lambda fig, path, n, fps, update, moving: seen.update(fig=fig, update=update, n=n, moving=moving),
+    )
     figure(tmp_path)
     return seen
 

@@ -147,19 +147,31 @@ def test_quotes_on_the_page_show_no_latex(tmp_path: Path):
 def _stats_model(window: int = 128) -> dict:
     return {
         "setup": {"window": window, "steps": 12000, "checkpoints": [0, 1200, 6000, 11999]},
-        "scale_t": [0.5, 2.0], "scale_changed": {"0.5": 0.0, "2.0": 0.25},
-        "mean_norm_entropy_final": 0.4941, "mean_norm_entropy_by_step": {"0": 0.9, "11999": 0.4941},
-        "occupancy_by_step": {"0": 0.25, "11999": 0.5}, "occupancy_final_min": 0.25, "occupancy_final_max": 0.75,
-        "census_head": {"distinct_by_step": {"0": 17, "11999": 73}}, "keys_inside_hull": 0, "keys_total": 3072,
-        "winner_is_nearest": 0.5, "winner_is_aligned": 0.75, "scale_sweep": {"changed": [0.0, 0.1]},
-        "best_val": 1.4838, "bpc": 2.1407,
-    }  # fmt: skip
+        "scale_t": [0.5, 2.0],
+        "scale_changed": {"0.5": 0.0, "2.0": 0.25},
+        "mean_norm_entropy_final": 0.4941,
+        "mean_norm_entropy_by_step": {"0": 0.9, "11999": 0.4941},
+        "occupancy_by_step": {"0": 0.25, "11999": 0.5},
+        "occupancy_final_min": 0.25,
+        "occupancy_final_max": 0.75,
+        "census_head": {"distinct_by_step": {"0": 17, "11999": 73}},
+        "keys_inside_hull": 0,
+        "keys_total": 3072,
+        "winner_is_nearest": 0.5,
+        "winner_is_aligned": 0.75,
+        "scale_sweep": {"changed": [0.0, 0.1]},
+        "best_val": 1.4838,
+        "bpc": 2.1407,
+    }
 
 
 def test_statistics_table_says_what_the_markdown_says(tmp_path: Path):
     from attngeom import report
 
-    results = {"models": {"softmax": _stats_model(), "yat_b": {**_stats_model(), "best_val": 1.5169}}, "mathematics": {}}
+    results = {
+        "models": {"softmax": _stats_model(), "yat_b": {**_stats_model(), "best_val": 1.5169}},
+        "mathematics": {},
+    }
     page = html_report.render(tmp_path, _report(), results)
     table = re.search(r'<table id="statistics-table">.*?</table>', page, re.DOTALL).group(0)
     cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>([^<]*)</td>", table)]
@@ -172,7 +184,9 @@ def test_statistics_table_says_what_the_markdown_says(tmp_path: Path):
 
 def test_evidence_warnings_and_a_failed_preflight_in_red(tmp_path: Path):
     doc = _report()
-    doc["evidence"] = {"line": "evidence: smoke rerun (manifest.json: config.preset = smoke): judged with the rerun tier"}
+    doc["evidence"] = {
+        "line": "evidence: smoke rerun (manifest.json: config.preset = smoke): judged with the rerun tier"
+    }
     doc["warnings"] = ["--tier published overrides the rerun tier"]
     doc["preflight"] = {"verdict": "FAIL", "steps": 3, "device": "cpu", "file": "fidelity.json"}
     page = html_report.render(tmp_path, doc, RESULTS)

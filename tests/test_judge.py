@@ -123,7 +123,9 @@ def test_every_model_argument_names_a_model_and_nothing_else_does():
         if "runs_json" in others:  # the companion's mechanisms, named as in its runs file, are not bundle models
             others = {"runs_json": others["runs_json"]}
         assert not {"softmax", "yat_b", "goat_v"} & set(map(str, others.values())), e["id"]
-        reads_bundles = e["tier"] == "published bundles" and e["function"] != "setup_fact" and "runs_json" not in e["args"]
+        reads_bundles = (
+            e["tier"] == "published bundles" and e["function"] != "setup_fact" and "runs_json" not in e["args"]
+        )
         assert bool(named) == reads_bundles, e["id"]
 
 

@@ -308,11 +308,26 @@ def test_a_damaged_checkpoint_is_one_error_and_keeps_the_runs_record(
 def test_run_json_summarises_every_seed():
     def fake(seed, best):
         return train.RunResult(
-            variant="yat_b", seed=seed, lr=3e-3, losses=np.zeros(2), curve=[{"step": 2, "val": best}],
-            tokens_T=np.zeros(4, np.int32), prompt="abcd", maps={}, windows_WT=None, window_maps={}, q_WLHTD=None,
-            k_WLHTD=None, q_LHTD=None, k_LHTD=None, attn_LHTT=None,
-            score_max=[1.0], b_LH=np.ones((1, 2)), eps_LH=np.ones((1, 2)), wall_s=0.0,
-        )  # fmt: skip
+            variant="yat_b",
+            seed=seed,
+            lr=3e-3,
+            losses=np.zeros(2),
+            curve=[{"step": 2, "val": best}],
+            tokens_T=np.zeros(4, np.int32),
+            prompt="abcd",
+            maps={},
+            windows_WT=None,
+            window_maps={},
+            q_WLHTD=None,
+            k_WLHTD=None,
+            q_LHTD=None,
+            k_LHTD=None,
+            attn_LHTT=None,
+            score_max=[1.0],
+            b_LH=np.ones((1, 2)),
+            eps_LH=np.ones((1, 2)),
+            wall_s=0.0,
+        )
 
     doc = rerun.run_json([fake(0, 1.0), fake(1, 2.0)], config.PRESETS["smoke"])
     assert doc["summary"]["yat_b"]["best_val_mean"] == 1.5 and doc["summary"]["yat_b"]["best_val_std"] == 0.5

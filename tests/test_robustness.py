@@ -68,7 +68,9 @@ def test_every_window_and_seed_is_found(measured, windowed_root):
     assert robust["softmax"]["seeds"] == [0, 1] and robust["yat_b"]["seeds"] == [0]
     assert robust["softmax"]["windows"] == {"0": W, "1": W}
     assert robust["softmax"]["files"] == {"0": "windows_softmax_s0.npz", "1": "windows_softmax_s1.npz"}
-    assert windowed_root / QK / "windows_softmax_s1.npz" in files and windowed_root / QK / "geom_softmax_s1.npz" in files
+    assert (
+        windowed_root / QK / "windows_softmax_s1.npz" in files and windowed_root / QK / "geom_softmax_s1.npz" in files
+    )
 
 
 def test_aggregates_equal_a_direct_computation(measured, windowed_root):
@@ -86,7 +88,13 @@ def test_aggregates_equal_a_direct_computation(measured, windowed_root):
         for key, stat in section["statistics"].items():
             values = [d[key] for s in seeds for d in per_seed[s]]
             assert stat["all_windows"] == pytest.approx(
-                {"n": len(values), "mean": np.mean(values), "std": np.std(values), "min": min(values), "max": max(values)},
+                {
+                    "n": len(values),
+                    "mean": np.mean(values),
+                    "std": np.std(values),
+                    "min": min(values),
+                    "max": max(values),
+                },
                 abs=1e-9,  # results.json rounds the sweep to 10 digits
             ), (variant, key)
             assert stat["over_seeds"]["mean"] == pytest.approx(np.mean([per_seed[s][0][key] for s in seeds]), abs=1e-9)
@@ -114,8 +122,9 @@ def test_a_tampered_window_flips_the_theorem_count(windowed_root, tmp_path):
     assert robust["yat_b"]["counts"]["keys_inside_hull"]["count"] == 2
     assert robust["yat_b"]["counts"]["keys_inside_hull"]["per_seed"]["0"] == [0, 0, 2]
     assert robust["softmax"]["counts"]["keys_inside_hull"]["count"] == 0
-    assert f"**2 of {robust['yat_b']['counts']['keys_inside_hull']['out_of']:,}** (the published value is 0)" in "\n".join(
-        report.robustness_lines(robust)
+    assert (
+        f"**2 of {robust['yat_b']['counts']['keys_inside_hull']['out_of']:,}** (the published value is 0)"
+        in "\n".join(report.robustness_lines(robust))
     )
 
 
@@ -152,16 +161,26 @@ def test_a_malformed_windows_file_is_one_input_error(windowed_root, tmp_path, ta
 def test_end_to_end_report_files(windowed_root, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "attngeom", "--bundles", str(windowed_root), "--out", str(out),
-                           "--tier", "published"], env=env, capture_output=True, text=True, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "attngeom", "--bundles", str(windowed_root), "--out", str(out), "--tier", "published"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 1, proc.stderr  # the two far-field quotes, as on the published bundles
     robust = json.loads((out / "results.json").read_text())["robustness"]
     assert set(robust) == {"softmax", "yat_b", "goat_v"}
     md = (out / "REPORT.md").read_text()
-    assert "## Robustness: every window and seed" in md and f"| softmax | 0 of {robust['softmax']['counts']['scale_moved_rows']['out_of']:,} |" in md
+    assert (
+        "## Robustness: every window and seed" in md
+        and f"| softmax | 0 of {robust['softmax']['counts']['scale_moved_rows']['out_of']:,} |" in md
+    )
     inputs = json.loads((out / "report.json").read_text())["provenance"]["inputs"]
     assert any(p.endswith("windows_softmax_s1.npz") for p in inputs)
     page = (out / html_report.INDEX).read_text()
     keys = {k for m in robust.values() for k in m["statistics"]}
     assert page.count('<figure class="robust"') == len(keys) and page.count("<svg") >= len(keys)
-    assert page.count('stroke="#c62828"') == sum(s["published"] is not None for m in robust.values() for s in m["statistics"].values())
+    assert page.count('stroke="#c62828"') == sum(
+        s["published"] is not None for m in robust.values() for s in m["statistics"].values()
+    )

@@ -132,8 +132,11 @@ def test_another_process_holding_a_run_folder_keeps_it(tmp_path):
     )
     holder = subprocess.Popen(
         [sys.executable, "-c", hold],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(InputError, match=f"in use by another run \\(process {holder.pid}\\)"):

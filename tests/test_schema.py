@@ -52,8 +52,12 @@ def test_read_json_refuses_large_and_non_utf8_files(tmp_path):
 
 
 RULE = schema.Record(
-    {"n": schema.Number(0, 10, integer=True), "x": schema.Maybe(schema.Number()), "s": schema.Text(3),
-     "l": schema.Items(schema.Flag(), max_len=2)},
+    {
+        "n": schema.Number(0, 10, integer=True),
+        "x": schema.Maybe(schema.Number()),
+        "s": schema.Text(3),
+        "l": schema.Items(schema.Flag(), max_len=2),
+    },
     required=("n",),
     other=None,
 )
@@ -108,7 +112,10 @@ def test_npz_members_come_from_the_headers(tmp_path):
     [
         ({"a.txt": b"hi"}, "not an array"),
         ({"o.npy": _npy(np.array([{}], dtype=object))}, "not numbers"),
-        ({"q.npy": _npy(np.zeros(8, np.float16))[:-2]}, "declares shape \\(8,\\) of float16 \\(16 bytes\\) but holds 14"),
+        (
+            {"q.npy": _npy(np.zeros(8, np.float16))[:-2]},
+            "declares shape \\(8,\\) of float16 \\(16 bytes\\) but holds 14",
+        ),
         ({"q.npy": b"\x93NUMPY\x09\x00"}, "corrupt or truncated npz"),
         ({f"m{i}.npy": _npy(np.zeros(1)) for i in range(schema.MAX_NPZ_MEMBERS + 1)}, "members \\(at most"),
     ],

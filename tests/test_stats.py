@@ -13,7 +13,9 @@ def one_hot_maps(win_T: list[int], T: int) -> np.ndarray:
 
 def model(q, k, attn, run=None, variant="softmax") -> ModelEvidence:
     T = q.shape[-2]
-    return ModelEvidence(variant, 0, np.zeros(T, np.int32), {0: attn, 1: attn}, q, k, attn, run or {"best_val": 1.0}, {})
+    return ModelEvidence(
+        variant, 0, np.zeros(T, np.int32), {0: attn, 1: attn}, q, k, attn, run or {"best_val": 1.0}, {}
+    )
 
 
 def test_winners_ignore_unavailable_keys_and_unscorable_rows():
@@ -35,10 +37,14 @@ def test_occupancy_counts_distinct_winners_over_T():
 def test_entropy_uniform_is_one_and_one_hot_is_zero():
     T = 6
     uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
-    assert stats.norm_entropy(uniform[None, None].astype(np.float16), strict=False)[0, 0] == pytest.approx(1.0, abs=1e-3)
+    assert stats.norm_entropy(uniform[None, None].astype(np.float16), strict=False)[0, 0] == pytest.approx(
+        1.0, abs=1e-3
+    )
     assert stats.norm_entropy(one_hot_maps(list(range(T)), T), strict=False)[0, 0] == 0.0
     strict_uniform = np.tril(np.ones((T, T)), -1) / np.maximum(np.arange(T), 1)[:, None]
-    assert stats.norm_entropy(strict_uniform[None, None].astype(np.float16), strict=True)[0, 0] == pytest.approx(1.0, abs=1e-3)
+    assert stats.norm_entropy(strict_uniform[None, None].astype(np.float16), strict=True)[0, 0] == pytest.approx(
+        1.0, abs=1e-3
+    )
 
 
 def test_scale_test_softmax_never_moves_and_kernel_does():

@@ -18,8 +18,12 @@ from attngeom.training.config import ModelConfig
 
 TINY = config.TrainConfig(
     model=ModelConfig(d_model=16, layers=2, heads=2, seq_len=16, d_ff=32),
-    batch=4, steps=23, eval_every=10, val_batches=2, chunk=4,
-)  # fmt: skip
+    batch=4,
+    steps=23,
+    eval_every=10,
+    val_batches=2,
+    chunk=4,
+)
 
 
 @pytest.fixture(scope="module")

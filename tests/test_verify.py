@@ -65,8 +65,14 @@ def test_published_values_exactly(published_run):
     assert r["softmax"]["census_head"]["distinct_by_step"] == {"0": 17, "1200": 71, "6000": 73, "11999": 73}
     assert r["yat_b"]["census_head"]["distinct_by_step"] == {"0": 25, "1200": 40, "6000": 36, "11999": 43}
     for m in r.values():
-        assert {"winner_is_nearest", "winner_is_aligned", "occupancy_final_min", "occupancy_final_max",
-                "keys_total", "per_head"} <= set(m)
+        assert {
+            "winner_is_nearest",
+            "winner_is_aligned",
+            "occupancy_final_min",
+            "occupancy_final_max",
+            "keys_total",
+            "per_head",
+        } <= set(m)
 
 
 def test_report_files(published_run):
@@ -139,7 +145,11 @@ def swap_census_heads(root):
 
 
 def drop_a_checkpoint(root):
-    for path in (root / QK / "attn_softmax_s0.npz", root / QK / "attn_yat_b_s0.npz", root / GOAT / "attn_goat_v_s0.npz"):
+    for path in (
+        root / QK / "attn_softmax_s0.npz",
+        root / QK / "attn_yat_b_s0.npz",
+        root / GOAT / "attn_goat_v_s0.npz",
+    ):
         rewrite_npz(path, drop=("step6000",))
 
 
@@ -209,10 +219,19 @@ def test_a_stopped_run_is_judged_at_the_steps_it_reached_and_never_passes_the_re
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     rows = {c["id"]: c for c in report["claims"]}
     steps = {cid: c["verdict"] for cid, c in rows.items() if cid.startswith("step")}
-    assert steps == {f"step1200.{m}.{s}": "PASS" for m in ("softmax", "yat_b", "goat_v") for s in ("occupancy", "entropy")}
+    assert steps == {
+        f"step1200.{m}.{s}": "PASS" for m in ("softmax", "yat_b", "goat_v") for s in ("occupancy", "entropy")
+    }
     assert rows["step1200.goat_v.occupancy"]["measured_value"] == pytest.approx(68.1667, abs=1e-4)
-    final = ["entropy.yat_b", "occupancy.softmax.final", "inversion", "census.kernel_fewer", "quality.within_percent",
-             "scale.yat_b.0.5x", "setup.checkpoints"]
+    final = [
+        "entropy.yat_b",
+        "occupancy.softmax.final",
+        "inversion",
+        "census.kernel_fewer",
+        "quality.within_percent",
+        "scale.yat_b.0.5x",
+        "setup.checkpoints",
+    ]
     for cid in final:
         assert rows[cid]["verdict"] == "SKIP" and rows[cid]["tolerance_reason"].startswith("needs the final model"), cid
     assert rows["occupancy.yat_b.step0"]["verdict"] == "PASS" and rows["setup.steps"]["verdict"] == "PASS"
@@ -224,7 +243,9 @@ def test_a_stopped_run_that_drifts_out_of_the_band_fails(published_root, tmp_pat
     rewrite_npz(root / QK / "attn_softmax_s0.npz", step1200=uniform_LHTT.astype(np.float16))
     proc = cli("--bundles", str(root), "--out", str(tmp_path / "out"), cwd=tmp_path)
     rows = {c["id"]: c["verdict"] for c in json.loads((tmp_path / "out" / "report.json").read_text())["claims"]}
-    assert proc.returncode == 1 and rows["step1200.softmax.entropy"] == "FAIL" and rows["step1200.yat_b.entropy"] == "PASS"
+    assert (
+        proc.returncode == 1 and rows["step1200.softmax.entropy"] == "FAIL" and rows["step1200.yat_b.entropy"] == "PASS"
+    )
 
 
 def test_an_explicit_tier_is_kept_and_the_mismatch_reported(published_root, tmp_path):
@@ -241,7 +262,19 @@ def test_a_smoke_rerun_is_recognised_without_flags(tmp_path):
     """A real smoke rerun stopped after step 30: verify on its folder or one of its bundles, with no flags."""
     run = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    cmd = [sys.executable, "-m", "attngeom", "rerun", "--preset", "smoke", "--stop-after", "30", "--out", str(run), "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "attngeom",
+        "rerun",
+        "--preset",
+        "smoke",
+        "--stop-after",
+        "30",
+        "--out",
+        str(run),
+        "--quiet",
+    ]
     assert subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, timeout=900, check=False).returncode == 0
     for where, variants in ((run, "softmax,yat_b,goat_v"), (run / "attngeom-qk", "softmax,yat_b")):
         proc = cli("--bundles", str(where), "--variants", variants, "--out", str(tmp_path / "out"), cwd=tmp_path)

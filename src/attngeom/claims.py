@@ -137,7 +137,9 @@ def wedge_toy_moved(results: dict) -> int:
 def hull_walk_share(results: dict, law: str, where: str, reduce: str) -> float:
     """The walking body's share of the view, min or max over the frames inside/outside the hull."""
     walk = results["mathematics"]["hull_walk"]
-    picked = [s for s, inside in zip(walk[f"share_{law}"], walk["inside"]) if where == "all" or inside == (where == "inside")]
+    picked = [
+        s for s, inside in zip(walk[f"share_{law}"], walk["inside"]) if where == "all" or inside == (where == "inside")
+    ]
     return min(picked) if reduce == "min" else max(picked)
 
 

@@ -18,10 +18,10 @@ import os
 import signal
 import socket
 import sys
-from functools import partial
 import tempfile
 import threading
 import traceback
+from functools import partial
 from pathlib import Path
 
 from attngeom.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, InputError
@@ -146,7 +146,7 @@ def write_traceback(exc: BaseException) -> Path:
             with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
                 f.write(header + text)
             return Path(name)
-        except Exception:  # noqa: BLE001 - any failure here falls back to the next folder
+        except Exception:
             continue
     raise OSError("no writable folder for the error log")
 
@@ -157,7 +157,7 @@ def _one_line(text: str) -> str:
 
 def _run(argv: list[str]) -> int:
     parser = build_parser()
-    commands = set(parser._subparsers._group_actions[0].choices)  # noqa: SLF001 - argparse keeps them here
+    commands = set(parser._subparsers._group_actions[0].choices)
     if not argv or (argv[0] not in commands and argv[0] not in ("-h", "--help")):
         argv.insert(0, DEFAULT_SUBCOMMAND)
     args = parser.parse_args(argv)

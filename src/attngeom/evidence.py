@@ -19,8 +19,17 @@ from attngeom.fetch import BUNDLE_BASE, PUBLISHED_BUNDLES, REGISTRY
 
 MANIFEST = "manifest.json"
 # The published runs' cfg, except the learning rate (per variant) and dropout: what makes a run the paper's.
-PAPER_CFG = {"D": 192, "LAYERS": 6, "HEADS": 4, "T": 128, "FF": 768, "BATCH": 64, "STEPS": 12000, "EVAL_EVERY": 500,
-             "VAL_BATCHES": 16}  # fmt: skip
+PAPER_CFG = {
+    "D": 192,
+    "LAYERS": 6,
+    "HEADS": 4,
+    "T": 128,
+    "FF": 768,
+    "BATCH": 64,
+    "STEPS": 12000,
+    "EVAL_EVERY": 500,
+    "VAL_BATCHES": 16,
+}
 PAPER_TELEMETRY = (0, 1200, 6000, 11999)
 PUBLISHED_SHA256 = frozenset(
     sha for url, sha in REGISTRY.items() if any(url.startswith(BUNDLE_BASE + name + "/") for name in PUBLISHED_BUNDLES)

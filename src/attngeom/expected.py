@@ -18,7 +18,20 @@ from attngeom.files import REPO, sha256_file
 EXPECTED_DIR = REPO / "expected"
 COMPARISONS = ("exact", "abs", "rel", "le", "lt", "ge", "gt")
 TIERS = ("published", "rerun")
-_FIELDS = ("id", "claim", "quote", "source", "function", "args", "value", "unit", "comparison", "tolerance", "reason", "tier")
+_FIELDS = (
+    "id",
+    "claim",
+    "quote",
+    "source",
+    "function",
+    "args",
+    "value",
+    "unit",
+    "comparison",
+    "tolerance",
+    "reason",
+    "tier",
+)
 
 
 def _check_judgement(path: Path, cid: str, comparison: str, tolerance) -> None:

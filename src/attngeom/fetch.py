@@ -163,7 +163,11 @@ def fetch(url: str, mirror: Path | None = None, progress: bool = False) -> Path:
             "or set ATTNGEOM_MIRROR=DIR to a local mirror laid out as DIR/<host>/<path>"
         ) from exc
     if downloaded:
-        record = {**_source(url, mirror), "url": url, "fetched": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+        record = {
+            **_source(url, mirror),
+            "url": url,
+            "fetched": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        }
         write_json_atomic(_sidecar(path), record)
         ORIGINS[path] = record
     else:
@@ -180,8 +184,10 @@ def origin(path: Path) -> dict:
 def fetch_bundles(names: tuple[str, ...] = PUBLISHED_BUNDLES, mirror: Path | None = None) -> Path:
     """Fetch every file of the named published bundles (not their `exp/` sources); return their folder."""
     for url in REGISTRY:
-        if any(url.startswith(BUNDLE_BASE + name + "/") and "/" not in url.removeprefix(BUNDLE_BASE + name + "/")
-               for name in names):  # fmt: skip
+        if any(
+            url.startswith(BUNDLE_BASE + name + "/") and "/" not in url.removeprefix(BUNDLE_BASE + name + "/")
+            for name in names
+        ):
             fetch(url, mirror)
     return cache_dir() / url_path(BUNDLE_BASE)
 

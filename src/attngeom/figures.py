@@ -182,7 +182,9 @@ def render_figures(models: dict[str, ModelEvidence], folder: Path, workers: int 
     with pool:
         # the slowest first, so the two workers finish together
         order = ("hull_crossing", "far_field", "territory", "scale_sweep", "ray_ride", "census")
-        pending = {job: pool.apply_async(_render, (job, folder, models if job in MODEL_JOBS else None)) for job in order}
+        pending = {
+            job: pool.apply_async(_render, (job, folder, models if job in MODEL_JOBS else None)) for job in order
+        }
         entries = [pending[job].get() for job in JOBS]
     inputs = sorted({sha256_file(p) for m in models.values() for p in m.files.values()})
     write_json_atomic(folder / html_report.FIGURES_JSON, {"figures": entries, "inputs": inputs})
@@ -230,7 +232,9 @@ def run_figures(args: argparse.Namespace) -> int:
     if page is not None:
         print(f"report with figures: {shown(out / html_report.INDEX)}")
     else:
-        print(f"no report.json in {shown(out)} yet: ./reproduce.sh verify --out {shown(out)} writes the page with these figures")
+        print(
+            f"no report.json in {shown(out)} yet: ./reproduce.sh verify --out {shown(out)} writes the page with these figures"
+        )
     return 0
 
 

@@ -22,9 +22,26 @@ FIGURES_DIR = "figures"
 FIGURES_JSON = "figures.json"
 
 # The posts' inline LaTeX, as text a reader can read without a math font or script.
-_LATEX = {r"\,": "\u2009", r"\;": " ", r"\!": "", r"\cdot": "·", r"\times": "×", r"\epsilon": "ε",
-          r"\varepsilon": "ε", r"\kappa": "κ", r"\theta": "θ", r"\pi": "π", r"\infty": "∞", r"\le": "≤",
-          r"\ge": "≥", r"\approx": "≈", r"\to": "→", r"\sum": "Σ", r"\sqrt": "√", r"\|": "‖"}  # fmt: skip
+_LATEX = {
+    r"\,": "\u2009",
+    r"\;": " ",
+    r"\!": "",
+    r"\cdot": "·",
+    r"\times": "×",
+    r"\epsilon": "ε",
+    r"\varepsilon": "ε",
+    r"\kappa": "κ",
+    r"\theta": "θ",
+    r"\pi": "π",
+    r"\infty": "∞",
+    r"\le": "≤",
+    r"\ge": "≥",
+    r"\approx": "≈",
+    r"\to": "→",
+    r"\sum": "Σ",
+    r"\sqrt": "√",
+    r"\|": "‖",
+}
 _LATEX_RE = re.compile("|".join(re.escape(k) + (r"(?![a-zA-Z])" if k[1:].isalpha() else "") for k in _LATEX))
 
 
@@ -50,7 +67,7 @@ def _verdict(report: dict) -> str:
     fail_line = f'<small class="fail-list">Failing: {links}</small>' if failing else ""
     tier = _e(report.get("tier", "published"))
     ev = report.get("evidence")
-    chosen = f"<small id=\"evidence\">Evidence: {_e(ev['line'].removeprefix('evidence: '))}.</small>" if ev else ""
+    chosen = f'<small id="evidence">Evidence: {_e(ev["line"].removeprefix("evidence: "))}.</small>' if ev else ""
     warnings = "".join(f'<small class="warning">Warning: {_e(w)}</small>' for w in report.get("warnings", []))
     return (
         f'<div class="verdict {_e(verdict)}" id="verdict">{_e(verdict)}: {s.get("passed", 0)} passed, '
@@ -145,8 +162,13 @@ def _strip_svg(rows: list[tuple[str, list[list[float]], float | None, float]]) -
         parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>')
         for j, seed_values in enumerate(seeds):
             dy = (j - (len(seeds) - 1) / 2) * 4
-            parts += [f'<circle cx="{x(v):.1f}" cy="{y + dy:.1f}" r="2.5" fill="#1565c0" fill-opacity="0.55"/>' for v in seed_values]
-        parts.append(f'<circle cx="{x(fixed):.1f}" cy="{y}" r="5" fill="none" stroke="#111"><title>seed 0, fixed window: {fixed:.4g}</title></circle>')
+            parts += [
+                f'<circle cx="{x(v):.1f}" cy="{y + dy:.1f}" r="2.5" fill="#1565c0" fill-opacity="0.55"/>'
+                for v in seed_values
+            ]
+        parts.append(
+            f'<circle cx="{x(fixed):.1f}" cy="{y}" r="5" fill="none" stroke="#111"><title>seed 0, fixed window: {fixed:.4g}</title></circle>'
+        )
         if pub is not None:
             parts.append(
                 f'<line x1="{x(pub):.1f}" x2="{x(pub):.1f}" y1="{y - 9}" y2="{y + 9}" stroke="#c62828" stroke-width="2">'
@@ -183,7 +205,9 @@ def _robustness(results: dict) -> str:
             if (st := m["statistics"].get(key))
         ]
         label = next(m["statistics"][key]["label"] for m in robust.values() if key in m["statistics"])
-        plots.append(f'<figure class="robust" data-stat="{_e(key)}"><figcaption>{_e(label)}</figcaption>{_strip_svg(rows)}</figure>')
+        plots.append(
+            f'<figure class="robust" data-stat="{_e(key)}"><figcaption>{_e(label)}</figcaption>{_strip_svg(rows)}</figure>'
+        )
     return (
         f"{head}<p>Seed 0's fixed window is the value judged above. Here each statistic on every window (blue dots, "
         "one line per seed) beside the published value (red bar) and seed 0's fixed window (ring). Theorem counts "

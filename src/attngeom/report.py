@@ -67,22 +67,37 @@ def statistics_rows(results: dict) -> tuple[list[str], list[tuple[str, list[str]
     first = next(iter(models.values()))
     at = ", ".join(f"{s:,}" for s in checkpoint_labels(first["setup"]["checkpoints"], first["setup"]["steps"]))
     rows = [
-        ("winners moved at t = " + ", ".join(f"{float(t):g}" for t in first["scale_t"]),
-         lambda m: ", ".join(f"{v:.1%}" for v in m["scale_changed"].values())),
+        (
+            "winners moved at t = " + ", ".join(f"{float(t):g}" for t in first["scale_t"]),
+            lambda m: ", ".join(f"{v:.1%}" for v in m["scale_changed"].values()),
+        ),
         ("mean normalised entropy (final)", lambda m: f"{m['mean_norm_entropy_final']:.4f}"),
-        (f"mean normalised entropy at steps {at}",
-         lambda m: " → ".join(f"{v:.4f}" for v in m.get("mean_norm_entropy_by_step", {}).values()) or "-"),
-        (f"distinct winners of 128 at steps {at} (mean over heads)",
-         lambda m: " → ".join(f"{v * m['setup']['window']:.1f}" for v in m["occupancy_by_step"].values())),
-        ("distinct winners, final, min / max over heads",
-         lambda m: f"{m['occupancy_final_min'] * m['setup']['window']:.0f} / {m['occupancy_final_max'] * m['setup']['window']:.0f}"),
-        (f"census head (layer 4, head 1) distinct owners at steps {at}",
-         lambda m: " → ".join(str(v) for v in m["census_head"]["distinct_by_step"].values())),
+        (
+            f"mean normalised entropy at steps {at}",
+            lambda m: " → ".join(f"{v:.4f}" for v in m.get("mean_norm_entropy_by_step", {}).values()) or "-",
+        ),
+        (
+            f"distinct winners of 128 at steps {at} (mean over heads)",
+            lambda m: " → ".join(f"{v * m['setup']['window']:.1f}" for v in m["occupancy_by_step"].values()),
+        ),
+        (
+            "distinct winners, final, min / max over heads",
+            lambda m: (
+                f"{m['occupancy_final_min'] * m['setup']['window']:.0f} / {m['occupancy_final_max'] * m['setup']['window']:.0f}"
+            ),
+        ),
+        (
+            f"census head (layer 4, head 1) distinct owners at steps {at}",
+            lambda m: " → ".join(str(v) for v in m["census_head"]["distinct_by_step"].values()),
+        ),
         ("keys inside the others' hull", lambda m: f"{m['keys_inside_hull']} of {m['keys_total']:,}"),
-        ("winner is the nearest key / the best-aligned key", lambda m: f"{m['winner_is_nearest']:.1%} / {m['winner_is_aligned']:.1%}"),
+        (
+            "winner is the nearest key / the best-aligned key",
+            lambda m: f"{m['winner_is_nearest']:.1%} / {m['winner_is_aligned']:.1%}",
+        ),
         ("largest change in the 41-scale sweep (layer 1, head 1)", lambda m: f"{max(m['scale_sweep']['changed']):.1%}"),
         ("best validation loss, nats (bits per character)", lambda m: f"{m['best_val']:.4f} ({m['bpc']:.3f})"),
-    ]  # fmt: skip
+    ]
     return list(models), [(label, [get(m) for m in models.values()]) for label, get in rows]
 
 
@@ -111,8 +126,12 @@ def preflight_line(preflight: dict) -> str:
     """The run's fidelity preflight (recorded in its manifest) in one line."""
     verdict = preflight.get("verdict", "ERROR")
     mark = verdict if verdict == "PASS" else f"**{verdict}**"
-    return (f"Fidelity preflight: {mark} ({preflight.get('steps', '?')} steps on {_cell(preflight.get('device', '?'))}, "
-            f"against the author's training script; {_cell(preflight.get('file', 'fidelity.json'))}).")  # fmt: skip
+    return (
+        f"Fidelity preflight: {mark} ({preflight.get('steps', '?')} steps on {_cell(preflight.get('device', '?'))}, "
+        f"against the author's training script; {_cell(preflight.get('file', 'fidelity.json'))})."
+    )
+
+
 def quality_lines(quality: dict) -> list[str]:
     """The quoted quality gap's source, and the bundles' own seed-0 gap on its own line."""
     lines = []
@@ -123,12 +142,16 @@ def quality_lines(quality: dict) -> list[str]:
             f"({', '.join(f'{v:.4f}' for v in m['best_val'])})"
             for name, m in runs["mechanisms"].items()
         )
-        lines.append(f"- judged on the companion's runs `{runs['file']}`: mean best validation loss (± population "
-                     f"standard deviation, recomputed from each seed): {per}")
+        lines.append(
+            f"- judged on the companion's runs `{runs['file']}`: mean best validation loss (± population "
+            f"standard deviation, recomputed from each seed): {per}"
+        )
     gaps = quality.get("bundle_gap_to_softmax") or {}
     if gaps:
-        lines.append("- seed-0 bundle gap (these bundles' best validation loss, one seed each; a statistic, not the "
-                     "quoted one): " + ", ".join(f"{name} {gap:.2%} from softmax" for name, gap in gaps.items()))
+        lines.append(
+            "- seed-0 bundle gap (these bundles' best validation loss, one seed each; a statistic, not the "
+            "quoted one): " + ", ".join(f"{name} {gap:.2%} from softmax" for name, gap in gaps.items())
+        )
     return lines
 
 
@@ -170,8 +193,11 @@ def robustness_lines(robust: dict) -> list[str]:
             for c in counts
         )
         lines.append(f"| {v} | " + " | ".join(cells) + " |")
-    lines += ["", "| model | statistic | published | seed 0, fixed window | over all windows | over seeds (fixed window) |",
-              "| --- | --- | --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "| model | statistic | published | seed 0, fixed window | over all windows | over seeds (fixed window) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for v, m in robust.items():
         for stat in m["statistics"].values():
             fmt = ".3g" if abs(stat["all_windows"]["max"]) < 1 else ".1f"
@@ -208,7 +234,7 @@ def markdown(report: dict, results: dict) -> str:
     for c in report["claims"]:
         mark = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIP": "SKIP"}[c["verdict"]]
         lines.append(
-            f"| {mark} | {_cell(c['claim'])} (`{c['id']}`) | \"{_cell(c['quote'])}\" ({_cell(c['source'])}) "
+            f'| {mark} | {_cell(c["claim"])} (`{c["id"]}`) | "{_cell(c["quote"])}" ({_cell(c["source"])}) '
             f"| {_cell(c['expected'])} | {_cell(c['measured'])} | {_cell(c['tolerance_reason'])} |"
         )
     if results["models"]:
@@ -218,9 +244,17 @@ def markdown(report: dict, results: dict) -> str:
     if "robustness" in results:
         lines += ["", "## Robustness: every window and seed", "", *robustness_lines(results["robustness"])]
     p = report["provenance"]
-    lines += ["", "## Provenance", "", f"- command: `{p['command']}`", f"- machine: {p['machine']}",
-              f"- git commit: {p['git_commit']}", "- versions: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items()),
-              "- expected values: " + ", ".join(f"{k} `{v}`" for k, v in p["expected_sha256"].items()), "- inputs:"]
+    lines += [
+        "",
+        "## Provenance",
+        "",
+        f"- command: `{p['command']}`",
+        f"- machine: {p['machine']}",
+        f"- git commit: {p['git_commit']}",
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items()),
+        "- expected values: " + ", ".join(f"{k} `{v}`" for k, v in p["expected_sha256"].items()),
+        "- inputs:",
+    ]
     sources = p.get("sources", {})
     lines += [f"  - `{path}`: `{sha}`{source_note(sources.get(path))}" for path, sha in p["inputs"].items()]
     return "\n".join(lines) + "\n"
@@ -237,7 +271,11 @@ def source_note(origin: dict | None) -> str:
     if origin["source"] == "local":
         return ", a local file"
     where = f"the mirror `{origin['mirror']}`" if origin.get("fetched_from") == "mirror" else "the network"
-    note = f", from the cache (fetched from {where}, {origin['url']}, on {origin['fetched']})" if origin.get("fetched") else ""
+    note = (
+        f", from the cache (fetched from {where}, {origin['url']}, on {origin['fetched']})"
+        if origin.get("fetched")
+        else ""
+    )
     return note + (f"; **stale cache**: {origin['stale']}" if origin.get("stale") else "")
 
 

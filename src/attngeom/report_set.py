@@ -59,7 +59,9 @@ def figures_inputs(folder: Path) -> set[str]:
 def write_verified(out: Path, report: dict, results: dict) -> None:
     """The set of a verification; figures of other bundles are left out of it."""
     drawn = figures_inputs(Path(out))
-    stale = {html_report.FIGURES_DIR} if not drawn or not drawn <= set(report["provenance"]["inputs"].values()) else set()
+    stale = (
+        {html_report.FIGURES_DIR} if not drawn or not drawn <= set(report["provenance"]["inputs"].values()) else set()
+    )
 
     def write(folder: Path) -> None:
         write_report(folder, report, results)

@@ -64,7 +64,10 @@ def model_results(model: ModelEvidence) -> dict:
             "scales": _round(stats.SWEEP_SCALES),
             "changed": _round(stats.scale_sweep(model)),
         },
-        "census_head": {"head": list(census), "distinct_by_step": {str(s): int(round(occ[s][census] * T)) for s in steps}},
+        "census_head": {
+            "head": list(census),
+            "distinct_by_step": {str(s): int(round(occ[s][census] * T)) for s in steps},
+        },
         "best_val": float(model.run["best_val"]),
         "bpc": float(model.run["best_val"]) / math.log(2),
         "per_head": {

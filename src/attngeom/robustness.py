@@ -34,13 +34,25 @@ STATISTICS: dict[str, tuple[str, str | None, dict]] = {
         for t in stats.SCALES
     },
     "mean_norm_entropy_final": ("mean normalised entropy, final map", "mean_norm_entropy", {}),
-    "distinct_winners_first": ("distinct winners, first checkpoint (mean over heads)", "distinct_winners", {"step": "first"}),
-    "distinct_winners_last": ("distinct winners, last checkpoint (mean over heads)", "distinct_winners", {"step": "last"}),
+    "distinct_winners_first": (
+        "distinct winners, first checkpoint (mean over heads)",
+        "distinct_winners",
+        {"step": "first"},
+    ),
+    "distinct_winners_last": (
+        "distinct winners, last checkpoint (mean over heads)",
+        "distinct_winners",
+        {"step": "last"},
+    ),
     "winner_is_nearest": ("winner is the nearest key", None, {}),
     "winner_is_aligned": ("winner is the best-aligned key", None, {}),
     "sweep_max_changed": ("largest change in the 41-scale sweep (layer 1, head 1)", "sweep_max_changed", {}),
     "census_distinct_final": ("census head (layer 4, head 1) distinct owners, last checkpoint", None, {}),
-    "reconstruction_max_abs": ("kernel weights recomputed from q, k, b, eps: largest error", "reconstruction_error", {}),
+    "reconstruction_max_abs": (
+        "kernel weights recomputed from q, k, b, eps: largest error",
+        "reconstruction_error",
+        {},
+    ),
 }
 
 
@@ -72,7 +84,9 @@ def read_windows(path: Path, model: ModelEvidence) -> ModelEvidence:
     schema.check_array(path, "steps", data["steps"], (None,), "int")
     steps = [int(s) for s in data["steps"]]
     if W < 1 or len(steps) < 2 or steps != sorted(set(steps)):
-        raise InputError(f"{path}: expected at least one window and two increasing telemetry steps, got {W} and {steps}")
+        raise InputError(
+            f"{path}: expected at least one window and two increasing telemetry steps, got {W} and {steps}"
+        )
     schema.require_keys(path, data, tuple(f"attn_{s}" for s in steps))
     for key in ("q_WLHTD", "k_WLHTD"):
         schema.check_array(path, key, data[key], (W, L, H, T, D), "f16")
@@ -168,7 +182,13 @@ def window_statistics(ev: ModelEvidence) -> dict[str, np.ndarray]:
 def summary(values) -> dict:
     """n, mean, population standard deviation, min and max."""
     v = np.asarray(values, dtype=np.float64)
-    return {"n": int(v.size), "mean": float(v.mean()), "std": float(v.std()), "min": float(v.min()), "max": float(v.max())}
+    return {
+        "n": int(v.size),
+        "mean": float(v.mean()),
+        "std": float(v.std()),
+        "min": float(v.min()),
+        "max": float(v.max()),
+    }
 
 
 def published_value(variant: str, function: str | None, args: dict) -> float | None:
@@ -222,12 +242,16 @@ def measure(root: Path, models: dict[str, ModelEvidence]) -> tuple[dict, list[Pa
     """results.json's robustness section and the files it read. Empty when the bundles hold one
     window of one seed only (the judged values are then all there is)."""
     sources = seed_sources(root, models)
-    extra = any(len(seeds) > 1 or windows_path(f, v, s).is_file() for v, seeds in sources.items() for s, f in seeds.items())
+    extra = any(
+        len(seeds) > 1 or windows_path(f, v, s).is_file() for v, seeds in sources.items() for s, f in seeds.items()
+    )
     if not extra:
         return {}, []
     section, files = {}, []
     for variant, seeds in sources.items():
-        per_seed = {s: evidence(f, variant, s, models[variant] if s == models[variant].seed else None) for s, f in seeds.items()}
+        per_seed = {
+            s: evidence(f, variant, s, models[variant] if s == models[variant].seed else None) for s, f in seeds.items()
+        }
         section[variant] = model_robustness(variant, per_seed)
         files += [p for ev in per_seed.values() for p in ev.files.values()]
     return section, list(dict.fromkeys(files))

@@ -254,8 +254,14 @@ RERUN_JSON = Record(
     {
         "claims": Record(
             other=Record(
-                {"value": _VALUE, "comparison": _COMPARISON, "tolerance": Maybe(Number(0)), "reason": Text(),
-                 "smoke": Flag(), "truncated": Flag()},
+                {
+                    "value": _VALUE,
+                    "comparison": _COMPARISON,
+                    "tolerance": Maybe(Number(0)),
+                    "reason": Text(),
+                    "smoke": Flag(),
+                    "truncated": Flag(),
+                },
                 required=("reason",),
                 other=None,
             )
@@ -263,8 +269,11 @@ RERUN_JSON = Record(
         "steps": Record(
             other=Record(
                 other=Record(
-                    {**{k: Text() for k in ("function", "label", "unit", "reason")}, "tolerance": Number(0),
-                     "published": Record(other=Number())},
+                    {
+                        **{k: Text() for k in ("function", "label", "unit", "reason")},
+                        "tolerance": Number(0),
+                        "published": Record(other=Number()),
+                    },
                     other=None,
                 )
             )
@@ -380,8 +389,9 @@ def check_attention(path: Path, key: str, attn_LHTT: np.ndarray, strict: bool) -
     if (attn_LHTT < 0).any():
         raise InputError(f"{path}: '{key}' holds negative attention weights")
     if off.max(initial=0.0) > T * 2.0**-12:
-        l, h, t = np.unravel_index(off.argmax(), off.shape)
+        *windows, layer, head, t = np.unravel_index(off.argmax(), off.shape)  # a windows file leads with W
+        where = "".join(f"window {w}, " for w in windows)
         raise InputError(
-            f"{path}: '{key}' row {t} of layer {l}, head {h} sums to {sums_LHT[l, h, t]:.4g}, "
-            f"expected {want_T[t]:g} (attention weights)"
+            f"{path}: '{key}' row {t} of {where}layer {layer}, head {head} sums to "
+            f"{sums_LHT[(*windows, layer, head, t)]:.4g}, expected {want_T[t]:g} (attention weights)"
         )

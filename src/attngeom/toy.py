@@ -174,7 +174,9 @@ def settle_radii(bodies: np.ndarray = BODIES, b: float = B, eps: float = EPS, n_
     valid_UI = np.isfinite(lower_UI)
     probe_UI = np.where(np.isfinite(upper_UI), 0.5 * (lower_UI + upper_UI), 2.0 * lower_UI + 1.0)
     q_P2 = (np.where(valid_UI, probe_UI, 1.0)[..., None] * u_U2[:, None, :]).reshape(-1, 2)
-    agree_UI = (owners(q_P2, bodies, "kernel", b, eps) == owners(-q_P2, bodies, "kernel", b, eps)).reshape(valid_UI.shape)
+    agree_UI = (owners(q_P2, bodies, "kernel", b, eps) == owners(-q_P2, bodies, "kernel", b, eps)).reshape(
+        valid_UI.shape
+    )
     last_UI = np.where(valid_UI & ~agree_UI, np.arange(valid_UI.shape[1]), -1).max(1)
     return np.where(last_UI < 0, 0.0, upper_UI[np.arange(len(u_U2)), np.maximum(last_UI, 0)])
 

@@ -59,14 +59,21 @@ def run_verify(
     doc = {
         "summary": judge.summarise(rows),
         "tier": tier,
-        "evidence": {"kind": ev.kind, "why": ev.why, "scope": ev.scope, "stopped_after": ev.stopped_after,
-                     "line": ev.line()},
+        "evidence": {
+            "kind": ev.kind,
+            "why": ev.why,
+            "scope": ev.scope,
+            "stopped_after": ev.stopped_after,
+            "line": ev.line(),
+        },
         "warnings": warnings,
         "preflight": ev.preflight,
         "bundles": shown(root),
         "claims": rows,
-        "provenance": report.provenance([Path(p) for p in hashes] + robust_inputs + [companion_runs], expected.sha256_of()),
-    }  # fmt: skip
+        "provenance": report.provenance(
+            [Path(p) for p in hashes] + robust_inputs + [companion_runs], expected.sha256_of()
+        ),
+    }
     report_set.write_verified(Path(out), doc, results)
     width = max(len(r["id"]) for r in rows)
     for r in rows:
@@ -82,10 +89,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="judge every quoted number (default)")
     p.add_argument("--bundles", type=Path, help="a folder of bundles in the original format (default: the author's)")
     p.add_argument("--out", type=Path, default=Path("report"), help="report folder (default: report/)")
-    p.add_argument("--tier", choices=expected.TIERS,
-                   help="override the tolerances the bundles call for (default: published for the author's bundles, "
-                   "rerun for any other)")  # fmt: skip
-    p.add_argument("--variants", type=list_of(str, VARIANTS, "variant"), default=VARIANTS, help="comma-separated variants to load")
+    p.add_argument(
+        "--tier",
+        choices=expected.TIERS,
+        help="override the tolerances the bundles call for (default: published for the author's bundles, "
+        "rerun for any other)",
+    )
+    p.add_argument(
+        "--variants", type=list_of(str, VARIANTS, "variant"), default=VARIANTS, help="comma-separated variants to load"
+    )
     p.set_defaults(func=lambda a: run_verify(a.bundles, a.out, a.tier, a.variants))
-
-

@@ -30,8 +30,10 @@ def docker_client() -> str:
     name = os.environ.get("ATTNGEOM_DOCKER") or "docker"
     path = shutil.which(name)
     if path is None:
-        raise InputError(f"no docker client '{name}': install Docker (https://docs.docker.com/engine/install/) "
-                         "or set ATTNGEOM_DOCKER to its client")
+        raise InputError(
+            f"no docker client '{name}': install Docker (https://docs.docker.com/engine/install/) "
+            "or set ATTNGEOM_DOCKER to its client"
+        )
     return path
 
 
@@ -63,8 +65,10 @@ def gpu_flags(docker: str) -> tuple[list[str], str]:
     runtimes = _ok([docker, "info", "--format", "{{json .Runtimes}}"])
     toolkit = any(shutil.which(hook) for hook in ("nvidia-container-runtime-hook", "nvidia-ctk"))
     if not toolkit and not (runtimes and "nvidia" in runtimes.stdout):
-        return [], ("an NVIDIA GPU is here but Docker has no NVIDIA runtime: install the NVIDIA Container "
-                    "Toolkit to use it; running on the CPU")
+        return [], (
+            "an NVIDIA GPU is here but Docker has no NVIDIA runtime: install the NVIDIA Container "
+            "Toolkit to use it; running on the CPU"
+        )
     return ["--gpus", "all"], f"using {len(gpus)} GPU(s): {gpus[0].split(' (UUID')[0]}"
 
 
@@ -77,8 +81,7 @@ def default_ca_bundle() -> Path | None:
     return None
 
 
-def build_command(docker: str, image: str, base: str | None, ca_bundle: Path | None,
-                  context: Path = REPO) -> list[str]:
+def build_command(docker: str, image: str, base: str | None, ca_bundle: Path | None, context: Path = REPO) -> list[str]:
     """The `docker build` command line (run with DOCKER_BUILDKIT=1)."""
     cmd = [docker, "build", "--tag", image]
     if base:
@@ -89,12 +92,26 @@ def build_command(docker: str, image: str, base: str | None, ca_bundle: Path | N
     return [*cmd, str(context)]
 
 
-def run_command(docker: str, image: str, output: Path, mirror: Path | None, gpus: list[str],
-                forwarded: list[str], tty: bool = False) -> list[str]:
+def run_command(
+    docker: str, image: str, output: Path, mirror: Path | None, gpus: list[str], forwarded: list[str], tty: bool = False
+) -> list[str]:
     """The `docker run` command line: caller's uid:gid, /out mounted as the working directory."""
-    cmd = [docker, "run", "--rm", "--init", "--user", f"{os.getuid()}:{os.getgid()}",
-           "--volume", f"{output}:/out", "--workdir", "/out",
-           "--env", "HOME=/tmp", "--env", "ATTNGEOM_CACHE=/out/.cache"]
+    cmd = [
+        docker,
+        "run",
+        "--rm",
+        "--init",
+        "--user",
+        f"{os.getuid()}:{os.getgid()}",
+        "--volume",
+        f"{output}:/out",
+        "--workdir",
+        "/out",
+        "--env",
+        "HOME=/tmp",
+        "--env",
+        "ATTNGEOM_CACHE=/out/.cache",
+    ]
     if tty:
         cmd += ["--interactive", "--tty"]
     if mirror:
@@ -112,8 +129,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         raise InputError(f"no Dockerfile in {REPO}: docker build needs the source checkout")
     docker = docker_client()
     if not has_buildkit(docker):
-        raise InputError("this docker client cannot use BuildKit, which the Dockerfile needs: install the "
-                         "buildx plugin, or set ATTNGEOM_DOCKER to a client that has it")
+        raise InputError(
+            "this docker client cannot use BuildKit, which the Dockerfile needs: install the "
+            "buildx plugin, or set ATTNGEOM_DOCKER to a client that has it"
+        )
     ca = args.ca_bundle if args.ca_bundle is not None else default_ca_bundle()
     if ca is not None and not ca.is_file():
         raise InputError(f"no CA bundle at {ca}")
@@ -126,8 +145,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run reproduce.sh ARGS in the image, GPUs and mirror mounted when there."""
     docker = docker_client()
     if not _ok([docker, "image", "inspect", args.image]):
-        raise InputError(f"no Docker image '{args.image}' (or no Docker engine running): "
-                         "build it with ./reproduce.sh docker build")
+        raise InputError(
+            f"no Docker image '{args.image}' (or no Docker engine running): build it with ./reproduce.sh docker build"
+        )
     mirror = os.environ.get("ATTNGEOM_MIRROR")
     if mirror and not Path(mirror).is_dir():
         raise InputError(f"ATTNGEOM_MIRROR={mirror} is not a folder")
@@ -141,33 +161,49 @@ def cmd_run(args: argparse.Namespace) -> int:
         gpus, note = [], "running on the CPU (--gpus none)"
     print(f"docker: {note}; results in {output}", file=sys.stderr)
     tty = sys.stdin.isatty() and sys.stdout.isatty()
-    cmd = run_command(docker, args.image, output, Path(mirror).resolve() if mirror else None, gpus,
-                      args.args, tty)
+    cmd = run_command(docker, args.image, output, Path(mirror).resolve() if mirror else None, gpus, args.args, tty)
     return subprocess.run(cmd, check=False).returncode
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add `docker build` and `docker run`."""
-    parser = subparsers.add_parser("docker", help="build the CUDA Docker image, or run a subcommand in it",
-                                   description="Build the CUDA image, or run reproduce.sh ARGS inside it.")
+    parser = subparsers.add_parser(
+        "docker",
+        help="build the CUDA Docker image, or run a subcommand in it",
+        description="Build the CUDA image, or run reproduce.sh ARGS inside it.",
+    )
     actions = parser.add_subparsers(dest="docker_action", metavar="ACTION", required=True)
 
     build = actions.add_parser("build", help="build the image from this checkout")
     build.add_argument("--image", default=DEFAULT_IMAGE, help="image name (default: %(default)s)")
     build.add_argument("--base", help="replace the CUDA base image (build argument BASE_IMAGE)")
-    build.add_argument("--ca-bundle", type=Path,
-                       help="extra CA bundle for a TLS-intercepting proxy, passed as a build secret "
-                            f"(default: the first of {', '.join(CA_VARS)} that is set)")
+    build.add_argument(
+        "--ca-bundle",
+        type=Path,
+        help="extra CA bundle for a TLS-intercepting proxy, passed as a build secret "
+        f"(default: the first of {', '.join(CA_VARS)} that is set)",
+    )
     build.set_defaults(func=cmd_build)
 
-    run = actions.add_parser("run", help="run reproduce.sh ARGS in the image (default: verify)",
-                             description="Options for the container come first; everything from the "
-                                         "first other word on goes to reproduce.sh (put `--` before "
-                                         "arguments that start with a dash).")
+    run = actions.add_parser(
+        "run",
+        help="run reproduce.sh ARGS in the image (default: verify)",
+        description="Options for the container come first; everything from the "
+        "first other word on goes to reproduce.sh (put `--` before "
+        "arguments that start with a dash).",
+    )
     run.add_argument("--image", default=DEFAULT_IMAGE, help="image name (default: %(default)s)")
-    run.add_argument("--output", type=Path, default=Path(DEFAULT_OUTPUT),
-                     help="host folder mounted as the working directory (default: %(default)s)")
-    run.add_argument("--gpus", choices=("auto", "all", "none"), default="auto",
-                     help="pass the GPUs: when found (auto, the default), always, or never")
+    run.add_argument(
+        "--output",
+        type=Path,
+        default=Path(DEFAULT_OUTPUT),
+        help="host folder mounted as the working directory (default: %(default)s)",
+    )
+    run.add_argument(
+        "--gpus",
+        choices=("auto", "all", "none"),
+        default="auto",
+        help="pass the GPUs: when found (auto, the default), always, or never",
+    )
     run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for reproduce.sh in the image")
     run.set_defaults(func=cmd_run)

@@ -63,10 +63,18 @@ class TrainConfig:
         """The `cfg` record of the original run JSON."""
         m, lr = self.model, self.lr_of("softmax")  # the original records softmax's rate
         cfg = {
-            "D": m.d_model, "LAYERS": m.layers, "HEADS": m.heads, "T": m.seq_len, "FF": m.d_ff,
-            "BATCH": self.batch, "STEPS": self.steps, "LR": lr, "DROP": m.dropout,
-            "EVAL_EVERY": self.eval_every, "VAL_BATCHES": self.val_batches,
-        }  # fmt: skip
+            "D": m.d_model,
+            "LAYERS": m.layers,
+            "HEADS": m.heads,
+            "T": m.seq_len,
+            "FF": m.d_ff,
+            "BATCH": self.batch,
+            "STEPS": self.steps,
+            "LR": lr,
+            "DROP": m.dropout,
+            "EVAL_EVERY": self.eval_every,
+            "VAL_BATCHES": self.val_batches,
+        }
         return cfg if self.stop_after is None else {**cfg, "STOPPED_AFTER": self.stop_after}
 
     @classmethod
@@ -79,9 +87,13 @@ PRESETS = {
     "paper": TrainConfig(),
     "smoke": TrainConfig(
         model=ModelConfig(d_model=32, layers=6, heads=4, seq_len=32, d_ff=64),
-        batch=8, steps=60, eval_every=20, val_batches=2, chunk=20,
+        batch=8,
+        steps=60,
+        eval_every=20,
+        val_batches=2,
+        chunk=20,
     ),
-}  # fmt: skip
+}
 PRESET_NAMES = tuple(PRESETS)
 
 

@@ -46,8 +46,10 @@ TOLERANCE = {
 
 
 def _map_summary(attn_LHTT: np.ndarray) -> dict:
-    return {"sha256": hashlib.sha256(np.ascontiguousarray(attn_LHTT).tobytes()).hexdigest(),
-            "sum": float(attn_LHTT.astype(np.float64).sum())}  # fmt: skip
+    return {
+        "sha256": hashlib.sha256(np.ascontiguousarray(attn_LHTT).tobytes()).hexdigest(),
+        "sum": float(attn_LHTT.astype(np.float64).sum()),
+    }
 
 
 def _check(original, harness, ok: bool, diff: float) -> dict:
@@ -61,8 +63,12 @@ def compare_variant(original: dict, harness: dict) -> dict[str, dict]:
         checks[key] = _check(
             original[key], harness[key], original[key] == harness[key], abs(original[key] - harness[key])
         )
-    checks["tokens"] = _check(original["tokens"], harness["tokens"], original["tokens"] == harness["tokens"],
-                              float(original["tokens"] != harness["tokens"]))  # fmt: skip
+    checks["tokens"] = _check(
+        original["tokens"],
+        harness["tokens"],
+        original["tokens"] == harness["tokens"],
+        float(original["tokens"] != harness["tokens"]),
+    )
     ours, theirs = np.asarray(harness["losses"], np.float64), np.asarray(original["losses"], np.float64)
     if ours.shape != theirs.shape:
         raise InputError(f"the two sides trained {theirs.size} and {ours.size} steps; expected the same number")
@@ -73,8 +79,9 @@ def compare_variant(original: dict, harness: dict) -> dict[str, dict]:
         raise InputError(f"step-0 maps of shapes {a_LHTT.shape} and {b_LHTT.shape}; expected the same")
     ulp = np.spacing(np.maximum(np.abs(a_LHTT), np.abs(b_LHTT))).astype(np.float32)
     diff = np.abs(a_LHTT.astype(np.float32) - b_LHTT.astype(np.float32))
-    checks["step-0 maps"] = _check(_map_summary(a_LHTT), _map_summary(b_LHTT), bool((diff <= MAP_ULPS * ulp).all()),
-                                   float(diff.max()))  # fmt: skip
+    checks["step-0 maps"] = _check(
+        _map_summary(a_LHTT), _map_summary(b_LHTT), bool((diff <= MAP_ULPS * ulp).all()), float(diff.max())
+    )
     checks["step-0 maps"]["entries_differing"] = int((diff > 0).sum())
     return checks
 
@@ -93,8 +100,11 @@ def _child_env() -> dict:
     """The parent's environment, with this package importable and no GPU memory taken up front."""
     package_root = str(Path(attngeom.__file__).resolve().parents[1])
     path = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else ""),
-            "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}  # fmt: skip
+    return {
+        **os.environ,
+        "PYTHONPATH": package_root + (os.pathsep + path if path else ""),
+        "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+    }
 
 
 def original_side(variants: tuple[str, ...], steps: int, lrs: dict[str, float]) -> tuple[dict, dict]:
@@ -105,12 +115,18 @@ def original_side(variants: tuple[str, ...], steps: int, lrs: dict[str, float]) 
     script, corpus = fetch_author_script(), fetch_corpus()
     with tempfile.TemporaryDirectory(prefix="attngeom-fidelity-") as tmp:
         work = Path(tmp)
-        job = {"script": str(script), "corpus": str(corpus), "workdir": tmp, "steps": steps,
-               "lrs": {v: lrs[v] for v in variants}}  # fmt: skip
+        job = {
+            "script": str(script),
+            "corpus": str(corpus),
+            "workdir": tmp,
+            "steps": steps,
+            "lrs": {v: lrs[v] for v in variants},
+        }
         (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
         command = [sys.executable, "-m", "attngeom.training.original", str(work / "job.json")]
-        done = subprocess.run(command, check=False, env=_child_env(), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)  # fmt: skip
+        done = subprocess.run(
+            command, check=False, env=_child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         if done.returncode != 0 or not (work / original.RESULT).is_file():
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise InputError(f"the author's training script failed (exit {done.returncode}): {last}")
@@ -123,18 +139,23 @@ def original_side(variants: tuple[str, ...], steps: int, lrs: dict[str, float]) 
 
 def harness_side(variants: tuple[str, ...], steps: int) -> tuple[dict, dict[str, float]]:
     """This harness's `train_variant` on the paper preset, seed 0: (figures, learning rates)."""
-    from attngeom.training import data, train
+    from attngeom.training import config, data, train
     from attngeom.training.model import build, param_stats
 
-    cfg = train.preset("paper", steps=steps, val_batches=1)  # evaluation only; training is the paper's
+    cfg = config.preset("paper", steps=steps, val_batches=1)  # evaluation only; training is the paper's
     corpus = data.load_corpus()
     figures = {}
     for variant in variants:
         count, total, absolute = param_stats(build(variant, cfg.model, 0))
         result = train.train_variant(variant, 0, cfg, corpus)
-        figures[variant] = {"parameters": count, "param_sum": total, "param_abs_sum": absolute,
-                            "losses": result.losses.astype(np.float64).tolist(),
-                            "tokens": result.tokens_T[:12].tolist(), "attn_step0": result.maps[0]}  # fmt: skip
+        figures[variant] = {
+            "parameters": count,
+            "param_sum": total,
+            "param_abs_sum": absolute,
+            "losses": result.losses.astype(np.float64).tolist(),
+            "tokens": result.tokens_T[:12].tolist(),
+            "attn_step0": result.maps[0],
+        }
     return figures, {v: cfg.lr_of(v) for v in variants}
 
 
@@ -181,12 +202,21 @@ def check(variants: tuple[str, ...], steps: int, out_file: Path) -> dict:
     original, original_device = original_side(variants, steps, lrs)
     result = compare(original, harness)
     doc = {
-        "verdict": result["verdict"], "exact": result["exact"], "steps": steps, "preset": "paper", "seed": 0,
-        "variants": list(variants), "learning_rates": lrs,
-        **environment(), "cpu": {"model": cpu_model(), "cores": os.cpu_count()},
-        "original_device": original_device, "tolerance": TOLERANCE,
-        "original": _figures_json(original), "harness": _figures_json(harness), "checks": result["checks"],
-    }  # fmt: skip
+        "verdict": result["verdict"],
+        "exact": result["exact"],
+        "steps": steps,
+        "preset": "paper",
+        "seed": 0,
+        "variants": list(variants),
+        "learning_rates": lrs,
+        **environment(),
+        "cpu": {"model": cpu_model(), "cores": os.cpu_count()},
+        "original_device": original_device,
+        "tolerance": TOLERANCE,
+        "original": _figures_json(original),
+        "harness": _figures_json(harness),
+        "checks": result["checks"],
+    }
     write_json_atomic(out_file, doc)
     return doc
 
@@ -211,8 +241,9 @@ def summary_line(doc: dict) -> str:
     """One line: the verdict, on which device, over how many steps."""
     flat = [c for per in doc["checks"].values() for c in per.values()]
     equal = sum(c["diff"] == 0 for c in flat)
-    how = f"{equal} of {len(flat)} figures exactly equal" + ("" if doc["verdict"] == "FAIL" or equal == len(flat) else
-                                                             ", the others within the tolerance")  # fmt: skip
+    how = f"{equal} of {len(flat)} figures exactly equal" + (
+        "" if doc["verdict"] == "FAIL" or equal == len(flat) else ", the others within the tolerance"
+    )
     device = doc["device"]["kind"] if doc["device"]["platform"] != "cpu" else doc["cpu"]["model"]
     return f"fidelity: {doc['verdict']} ({how}; {doc['steps']} step{'s' if doc['steps'] != 1 else ''} on {device})"
 
@@ -254,8 +285,10 @@ def run_preflight(folder, variants: tuple[str, ...], requested: int | None) -> N
         record = preflight(folder.path, variants, steps)
         folder.update(preflight=record)
         if record["verdict"] != "PASS":
-            print(f"warning: preflight fidelity {record['verdict']}; training continues, the manifest records it",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"warning: preflight fidelity {record['verdict']}; training continues, the manifest records it",
+                file=sys.stderr,
+            )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -275,10 +308,18 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the `fidelity` subcommand."""
-    p = subparsers.add_parser("fidelity", help="the author's training script and this harness, side by side",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = subparsers.add_parser(
+        "fidelity",
+        help="the author's training script and this harness, side by side",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"training steps (default {DEFAULT_STEPS})")
-    p.add_argument("--variants", type=list_of(str, SCRIPT_VARIANTS, "variant"), default=DEFAULT_VARIANTS,
-                   help=f"comma-separated (default: {','.join(DEFAULT_VARIANTS)})")  # fmt: skip
+    p.add_argument(
+        "--variants",
+        type=list_of(str, SCRIPT_VARIANTS, "variant"),
+        default=DEFAULT_VARIANTS,
+        help=f"comma-separated (default: {','.join(DEFAULT_VARIANTS)})",
+    )
     p.add_argument("--out", type=Path, help="a new or empty folder for fidelity.json (default: runs/<time>-fidelity)")
     p.set_defaults(func=run)

@@ -20,9 +20,17 @@ from tqdm import tqdm
 class StepProgress:
     """Progress of one training run of `total` steps, `done` of them already (a resumed run)."""
 
-    def __init__(self, label: str, total: int, done: int = 0, quiet: bool = False, stream: TextIO | None = None,
-                 every_steps: int = 500, every_s: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic):  # fmt: skip
+    def __init__(
+        self,
+        label: str,
+        total: int,
+        done: int = 0,
+        quiet: bool = False,
+        stream: TextIO | None = None,
+        every_steps: int = 500,
+        every_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.label, self.total, self.done, self.quiet = label, total, done, quiet
         self.stream = stream if stream is not None else sys.stderr
         self.terminal = self.stream.isatty()
@@ -51,8 +59,15 @@ class StepProgress:
             self.measured_from = self.last_line = (now, self.done)
             self._line(f"{self.label}: compiled and ran {n} steps in {now - self.started:.0f} s; loss {loss:.4f}")
             if self.terminal and not self.quiet:
-                self.bar = tqdm(total=self.total, initial=self.done, desc=self.label, unit="step", file=self.stream,
-                                dynamic_ncols=True, mininterval=1.0)  # fmt: skip
+                self.bar = tqdm(
+                    total=self.total,
+                    initial=self.done,
+                    desc=self.label,
+                    unit="step",
+                    file=self.stream,
+                    dynamic_ncols=True,
+                    mininterval=1.0,
+                )
             return
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{loss:.4f}", refresh=False)

@@ -59,9 +59,12 @@ class Plan:
     def manifest_config(self) -> dict:
         """The manifest's `config`, from which `from_manifest` rebuilds the plan."""
         return {
-            "preset": self.preset, "variants": list(self.variants), "seeds": list(self.seeds),
-            "train": asdict(self.cfg), "learning_rates": {v: self.cfg.lr_of(v) for v in self.variants},
-        }  # fmt: skip
+            "preset": self.preset,
+            "variants": list(self.variants),
+            "seeds": list(self.seeds),
+            "train": asdict(self.cfg),
+            "learning_rates": {v: self.cfg.lr_of(v) for v in self.variants},
+        }
 
     @classmethod
     def from_manifest(cls, config: dict, path: Path) -> Plan:
@@ -93,16 +96,25 @@ def run_json(results: list, cfg) -> dict:
     """The original `yat_attention.json` of one bundle folder."""
     records, summary = [], {}
     for r in results:
-        record = {"variant": r.variant, "seed": r.seed, "best_val": r.best_val, "bpc": bits_per_char(r.best_val),
-                  "curve": r.curve, "score_max": r.score_max}  # fmt: skip
+        record = {
+            "variant": r.variant,
+            "seed": r.seed,
+            "best_val": r.best_val,
+            "bpc": bits_per_char(r.best_val),
+            "curve": r.curve,
+            "score_max": r.score_max,
+        }
         if r.b_LH is not None:
             record["b_learned"], record["eps_learned"] = r.b_LH.tolist(), r.eps_LH.tolist()
         record["telemetry_prompt"] = r.prompt
         records.append(record)
     for variant in dict.fromkeys(r.variant for r in results):
         best = np.array([r.best_val for r in results if r.variant == variant])
-        summary[variant] = {"best_val_mean": float(best.mean()), "best_val_std": float(best.std()),
-                            "bpc_mean": bits_per_char(float(best.mean()))}  # fmt: skip
+        summary[variant] = {
+            "best_val_mean": float(best.mean()),
+            "best_val_std": float(best.std()),
+            "bpc_mean": bits_per_char(float(best.mean())),
+        }
     return {"summary": summary, "runs": records, "cfg": cfg.original_cfg()}
 
 
@@ -157,8 +169,9 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
                 def on_eval(step, val, variant=variant, progress=progress):
                     progress.note(f"{variant} step {step}: val loss {val:.4f}")
 
-                result = train.train_variant(variant, seed, cfg, corpus, on_steps=on_steps, on_eval=on_eval,
-                                             checkpoint=checkpoint)  # fmt: skip
+                result = train.train_variant(
+                    variant, seed, cfg, corpus, on_steps=on_steps, on_eval=on_eval, checkpoint=checkpoint
+                )
                 progress.close()
                 write_result(folder, result)
                 results.append(result)
@@ -261,11 +274,19 @@ def register(subparsers) -> None:
     """Add the `rerun` subcommand."""
     from attngeom.training.fidelity import step_count
 
-    p = subparsers.add_parser("rerun", help="retrain the seed-0 runs, write the bundles, verify them",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = subparsers.add_parser(
+        "rerun",
+        help="retrain the seed-0 runs, write the bundles, verify them",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--backend", choices=("local",), default="local", help="where to train (default: this machine)")
-    p.add_argument("--preset", choices=PRESET_NAMES, default="paper",
-                   help="paper: the original runs (12,000 steps); smoke: a tiny check (minutes on a CPU)")  # fmt: skip
+    p.add_argument(
+        "--preset",
+        choices=PRESET_NAMES,
+        default="paper",
+        help="paper: the original runs (12,000 steps); smoke: a tiny check (minutes on a CPU)",
+    )
     p.add_argument("--out", type=Path, help="the run folder, new or empty (default: runs/<time>-<preset>-s<seed>)")
     p.add_argument("--steps", type=int, help="training steps (telemetry at 0, steps/10, steps/2, steps-1)")
     p.add_argument(
@@ -282,13 +303,25 @@ def register(subparsers) -> None:
         default=DEFAULT_VARIANTS,
         help=f"comma-separated (default: {','.join(DEFAULT_VARIANTS)})",
     )
-    p.add_argument("--windows", type=int, metavar="W",
-                   help="record the maps on W windows of the validation text too, the fixed one first (default 16)")  # fmt: skip
+    p.add_argument(
+        "--windows",
+        type=int,
+        metavar="W",
+        help="record the maps on W windows of the validation text too, the fixed one first (default 16)",
+    )
     p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
-    p.add_argument("--resume", type=Path, metavar="RUN",
-                   help="continue an interrupted run folder from its checkpoints (its own options are used)")  # fmt: skip
-    p.add_argument("--preflight", type=step_count, metavar="N",
-                   help="first compare N paper-preset steps with the author's script (`fidelity`); "
-                   "default 3 on a GPU, 0 (skip) on a CPU")  # fmt: skip
+    p.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN",
+        help="continue an interrupted run folder from its checkpoints (its own options are used)",
+    )
+    p.add_argument(
+        "--preflight",
+        type=step_count,
+        metavar="N",
+        help="first compare N paper-preset steps with the author's script (`fidelity`); "
+        "default 3 on a GPU, 0 (skip) on a CPU",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output or evaluation lines")
     p.set_defaults(func=run)

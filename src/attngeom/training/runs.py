@@ -203,9 +203,9 @@ class RunFolder:
             return
         lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
         records = [json.loads(line) for line in lines if line.endswith("\n")]  # a torn last line is dropped
-        write_atomic(log, "".join(
-            line for line, r in zip(lines, records) if r["step"] < kept.get((r["variant"], r["seed"]), 0)
-        ))  # fmt: skip
+        write_atomic(
+            log, "".join(line for line, r in zip(lines, records) if r["step"] < kept.get((r["variant"], r["seed"]), 0))
+        )
 
     def log_steps(self, variant: str, seed: int, first: int, losses: np.ndarray) -> None:
         """Append one line per step: variant, seed, step, loss."""

@@ -31,7 +31,7 @@ from flax import nnx
 
 from attngeom.errors import InputError
 from attngeom.training import data, runs
-from attngeom.training.config import PRESETS, TrainConfig, preset  # noqa: F401 - the presets, for the benchmarks
+from attngeom.training.config import TrainConfig
 from attngeom.training.model import build
 from attngeom.variants import variant as variant_spec
 
@@ -93,7 +93,10 @@ def make_chunk(step: Callable) -> Callable:
     def run(state, x_IBT, y_IBT, active_I):
         def body(carry, inputs):
             x_BT, y_BT, active = inputs
-            skip = lambda s: (s, jnp.zeros((), jnp.float32))
+
+            def skip(s):
+                return s, jnp.zeros((), jnp.float32)
+
             return jax.lax.cond(active, lambda s: step(s, x_BT, y_BT), skip, carry)
 
         return jax.lax.scan(body, state, (x_IBT, y_IBT, active_I))
@@ -191,16 +194,21 @@ def _leaf_to_numpy(leaf: jax.Array) -> np.ndarray:
 def save_checkpoint(path: Path, progress: Progress) -> None:
     """Everything needed to continue after `progress.done` steps, written atomically (tmp + rename)."""
     p = progress
-    runs.write_checkpoint(path, {
-        "done": np.array(p.done), "losses": p.losses[: p.done],
-        "curve_step": np.array([c["step"] for c in p.curve], np.int64),
-        "curve_val": np.array([c["val"] for c in p.curve], np.float64),
-        "score_max": np.array(p.score_max, np.float64), "map_steps": np.array(sorted(p.maps), np.int64),
-        **{f"map_{s}": m for s, m in p.maps.items()},
-        "window_steps": np.array(sorted(p.window_maps), np.int64),
-        **{f"windows_{s}": m for s, m in p.window_maps.items()},
-        **{name: _leaf_to_numpy(leaf) for name, leaf in _named_leaves(p.state)},
-    })  # fmt: skip
+    runs.write_checkpoint(
+        path,
+        {
+            "done": np.array(p.done),
+            "losses": p.losses[: p.done],
+            "curve_step": np.array([c["step"] for c in p.curve], np.int64),
+            "curve_val": np.array([c["val"] for c in p.curve], np.float64),
+            "score_max": np.array(p.score_max, np.float64),
+            "map_steps": np.array(sorted(p.maps), np.int64),
+            **{f"map_{s}": m for s, m in p.maps.items()},
+            "window_steps": np.array(sorted(p.window_maps), np.int64),
+            **{f"windows_{s}": m for s, m in p.window_maps.items()},
+            **{name: _leaf_to_numpy(leaf) for name, leaf in _named_leaves(p.state)},
+        },
+    )
 
 
 def load_checkpoint(path: Path, like_state, steps: int) -> Progress:
@@ -290,9 +298,23 @@ def train_variant(
         scalars = nnx.merge(graphdef, state[0], state[1]).kernel_scalars()
         b_LH, eps_LH = (np.asarray(a, dtype=np.float64) for a in scalars)
     return RunResult(
-        variant=variant, seed=seed, lr=cfg.lr_of(variant), losses=p.losses[:done], curve=p.curve, tokens_T=window_T,
+        variant=variant,
+        seed=seed,
+        lr=cfg.lr_of(variant),
+        losses=p.losses[:done],
+        curve=p.curve,
+        tokens_T=window_T,
         prompt=corpus.decode(window_T),
-        maps=p.maps, q_LHTD=q, k_LHTD=k, attn_LHTT=attn, score_max=p.score_max,
-        windows_WT=windows_WT, window_maps=p.window_maps, q_WLHTD=q_WLHTD, k_WLHTD=k_WLHTD,
-        b_LH=b_LH, eps_LH=eps_LH, wall_s=time.perf_counter() - t0,
-    )  # fmt: skip
+        maps=p.maps,
+        q_LHTD=q,
+        k_LHTD=k,
+        attn_LHTT=attn,
+        score_max=p.score_max,
+        windows_WT=windows_WT,
+        window_maps=p.window_maps,
+        q_WLHTD=q_WLHTD,
+        k_WLHTD=k_WLHTD,
+        b_LH=b_LH,
+        eps_LH=eps_LH,
+        wall_s=time.perf_counter() - t0,
+    )
