@@ -27,56 +27,12 @@ class Variant:
 
 # goat_nov's rate is not recorded and is taken to be goat_v's; yat (fixed b = 0, eps = 1) is only read.
 VARIANTS_TABLE = (
-    Variant(
-        "softmax",
-        strict_mask=False,
-        kernel=False,
-        qk_proj=True,
-        v_residual=True,
-        lr=3e-4,
-        bundle="attngeom-qk",
-        label="softmax",
-    ),
-    Variant(
-        "yat_b",
-        strict_mask=False,
-        kernel=True,
-        qk_proj=True,
-        v_residual=True,
-        lr=3e-3,
-        bundle="attngeom-qk",
-        label="Yat kernel",
-    ),
-    Variant(
-        "goat_v",
-        strict_mask=True,
-        kernel=True,
-        qk_proj=False,
-        v_residual=True,
-        lr=3e-2,
-        bundle="attngeom-goat",
-        label="GOAT",
-    ),
-    Variant(
-        "goat_nov",
-        strict_mask=True,
-        kernel=True,
-        qk_proj=False,
-        v_residual=False,
-        lr=3e-2,
-        bundle="attngeom-goat",
-        label="GOAT, v = q",
-    ),
-    Variant(
-        "yat",
-        strict_mask=False,
-        kernel=True,
-        qk_proj=True,
-        v_residual=True,
-        lr=None,
-        bundle=None,
-        label="Yat kernel, fixed b and eps",
-    ),
+    # Variant(name, strict_mask, kernel, qk_proj, v_residual, lr, bundle, label): one line each.
+    Variant("softmax", False, False, True, True, 3e-4, "attngeom-qk", "softmax"),
+    Variant("yat_b", False, True, True, True, 3e-3, "attngeom-qk", "Yat kernel"),
+    Variant("goat_v", True, True, False, True, 3e-2, "attngeom-goat", "GOAT"),
+    Variant("goat_nov", True, True, False, False, 3e-2, "attngeom-goat", "GOAT, v = q"),
+    Variant("yat", False, True, True, True, None, None, "Yat kernel, fixed b and eps"),
 )
 # The variants the published claims are about.
 PUBLISHED = ("softmax", "yat_b", "goat_v")
