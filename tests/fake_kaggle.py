@@ -315,7 +315,11 @@ def synthetic_output(
         (folder / RUN_JSON).write_text(json.dumps({"summary": {}, "runs": runs, "cfg": {"STEPS": 12000}}))
         for path in sorted(folder.iterdir()):
             files[f"{bundle}/{path.name}"] = path.read_bytes()
-    manifest = {"completed": True, "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}}
+    manifest = {
+        "completed": True,
+        "config": {"preset": "paper", "variants": list(variants), "seeds": [seed], "train": {"steps": 12000}},
+        "files": {name: hashlib.sha256(data).hexdigest() for name, data in files.items()},
+    }
     manifest["kaggle"] = {"run_id": run_id, "bundle": bundle, "seed": seed}
     outputs = {f"{OUTPUT_DIR}/{name}": data for name, data in files.items()}
     outputs[f"{OUTPUT_DIR}/manifest.json"] = json.dumps(manifest).encode()

@@ -43,6 +43,7 @@ def _report(rerun: list | None = None) -> dict:
         "claims": claims,
         "provenance": {
             "inputs": {"bundles/geom_softmax_s0.npz": "ab" * 32},
+            "sources": {"bundles/geom_softmax_s0.npz": {"source": "network", "url": "https://example.org/g.npz"}},
             "expected_sha256": "cd" * 32,
             "versions": {"numpy": "2.4.6"},
             "machine": "x86_64, 2 cores",
@@ -73,6 +74,7 @@ def test_verdict_claims_and_provenance(tmp_path: Path):
     assert rows == [("PASS", "a.pass"), ("FAIL", "b.fail"), ("SKIP", "c.skip")]
     assert 'href="#claim-b.fail"' in page  # the failing claim is linked from the verdict
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in page
+    assert "<td>from the network (https://example.org/g.npz)</td>" in page  # where each input came from
     for text in (
         "0.121 ± 0.0005",
         "0.1213",

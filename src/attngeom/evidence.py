@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attngeom import schema
 from attngeom.bundles import ModelEvidence
 from attngeom.errors import InputError
 from attngeom.fetch import BUNDLE_BASE, PUBLISHED_BUNDLES, REGISTRY
@@ -61,13 +62,7 @@ SCOPE_WORDS = {
 
 
 def _read_manifest(path: Path) -> dict:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"{path}: unreadable run manifest ({exc})") from exc
-    if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
-        raise InputError(f"{path}: a run manifest is an object with a 'config' object")
-    return doc
+    return schema.read_json(path, schema.MANIFEST_JSON)
 
 
 def find_manifests(root: Path) -> dict[Path, dict]:

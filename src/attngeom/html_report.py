@@ -14,7 +14,7 @@ from html import escape
 from pathlib import Path
 
 from attngeom.files import write_atomic
-from attngeom.report import statistics_rows
+from attngeom.report import source_note, statistics_rows
 
 ASSETS = Path(__file__).with_name("assets")
 INDEX = "index.html"
@@ -295,8 +295,10 @@ def _sha_list(value) -> str:
 
 def _provenance(report: dict) -> str:
     p = report.get("provenance", {})
+    sources = p.get("sources", {})
     inputs = "".join(
-        f'<tr><td><code>{_e(path)}</code></td><td class="num">{_e(sha)}</td></tr>'
+        f"<tr><td><code>{_e(path)}</code></td><td>{_e(source_note(sources.get(path)).lstrip(', ').replace('`', ''))}"
+        f'</td><td class="num">{_e(sha)}</td></tr>'
         for path, sha in sorted(p.get("inputs", {}).items())
     )
     versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in sorted(p.get("versions", {}).items()))
@@ -310,7 +312,7 @@ def _provenance(report: dict) -> str:
 <tr><th>bundles</th><td><code>{_e(report.get("bundles", ""))}</code></td></tr>
 <tr><th>expected values (sha256)</th><td class="num">{_sha_list(p.get("expected_sha256"))}</td></tr>
 </table>
-<table id="inputs"><thead><tr><th>input</th><th>sha256</th></tr></thead><tbody>{inputs}</tbody></table>"""
+<table id="inputs"><thead><tr><th>input</th><th>where it came from</th><th>sha256</th></tr></thead><tbody>{inputs}</tbody></table>"""
 
 
 def render(out_dir: Path, report: dict, results: dict) -> str:

@@ -283,6 +283,30 @@ RERUN_JSON = Record(
 """expected/rerun.json: the band each claim is judged with on a rerun."""
 
 
+_STEP = Number(0, 10**9, integer=True)
+MANIFEST_JSON = Record(
+    {
+        "completed": Flag(),
+        "config": Record(
+            {
+                "preset": Text(100),
+                "variants": Items(Text(100), max_len=100),
+                "seeds": Items(Number(0, 2**31 - 1, integer=True), max_len=1000),
+                "train": Record({"steps": _STEP, "stop_after": Maybe(_STEP)}),
+            }
+        ),
+        "files": Record(other=Text(64), max_len=100_000),
+        "stopped_after": Maybe(_STEP),
+        "windows": Maybe(Number(1, 4096, integer=True)),
+        "preflight": Maybe(Record({"verdict": Text(16), "steps": Maybe(_STEP)})),
+        "error": Text(),
+        "wall_s": Maybe(Number(0)),
+    },
+    required=("completed", "config"),
+)
+"""A run folder's manifest.json: the facts the package acts on are checked, the rest is provenance."""
+
+
 # --- npz -------------------------------------------------------------------------------------
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attngeom import schema
 from attngeom.errors import InputError
 from attngeom.files import atomic_file, git_commit, sha256_file, versions, write_atomic, write_json_atomic
 
@@ -236,16 +237,18 @@ class RunFolder:
         )
 
 
+def read_manifest(path: Path) -> dict:
+    """A run's manifest.json, checked against its schema."""
+    return schema.read_json(path, schema.MANIFEST_JSON)
+
+
 def _resumable(path: Path) -> dict:
     """The manifest of a run that can be continued; else InputError."""
     manifest_path = Path(path) / MANIFEST
-    unreadable = f"{manifest_path}: missing or unreadable run manifest; only a run folder can be resumed"
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(unreadable) from exc
-    if not isinstance(manifest, dict) or "config" not in manifest:
-        raise InputError(unreadable)
+        manifest = read_manifest(manifest_path)
+    except InputError as exc:
+        raise InputError(f"missing or unreadable run manifest; only a run folder can be resumed: {exc}") from exc
     if manifest.get("completed") is not False and manifest.get("stopped_after") is None:
         raise InputError(f"{path}: this run already completed; nothing to resume (start a new run with --out)")
     return manifest
@@ -255,10 +258,10 @@ def require_complete(path: Path) -> dict:
     """The manifest of a finished run whose files are all present and unchanged; else InputError."""
     manifest_path = Path(path) / MANIFEST
     try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        files = dict(manifest["files"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{manifest_path}: missing or unreadable run manifest ({type(exc).__name__})") from exc
+        manifest = read_manifest(manifest_path)
+        files = manifest["files"]
+    except (InputError, KeyError) as exc:
+        raise InputError(f"{manifest_path}: missing or unreadable run manifest ({exc})") from exc
     if manifest.get("completed") is not True:
         why = f" ({manifest['error']})" if manifest.get("error") else ""
         raise InputError(f"{path}: this run did not complete{why}; start a new run")
