@@ -44,7 +44,6 @@ BAD = {
     "a seed as text": {**GOOD, "kernels": [{**KERNEL, "seed": "0"}]},
     "a folder out of the run": {**GOOD, "kernels": [{**KERNEL, "folder": "../../etc"}]},
     "an unknown preset": {**GOOD, "preset": "huge"},
-    "a huge integer": {**GOOD, "timeout": 10**400},
 }
 
 
@@ -70,7 +69,16 @@ def test_valid_json_of_the_wrong_shape_is_one_error(tmp_path, case):
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("text", ["[" * 200_000 + "]" * 200_000, '{"a":' * 100_000 + "1" + "}" * 100_000, "{", ""])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 200_000 + "]" * 200_000,
+        '{"a":' * 100_000 + "1" + "}" * 100_000,
+        "{",
+        "",
+        json.dumps({**GOOD, "timeout": 10**400}),  # refused before Python builds the integer
+    ],
+)
 def test_deep_nesting_and_broken_json_are_one_error(tmp_path, text):
     with pytest.raises(InputError, match=f"not a readable {STATE_FILE}"):
         load_state(write(tmp_path / "r", text))

@@ -115,13 +115,19 @@ class Number(Spec):
 
 @dataclass(frozen=True)
 class Text(Spec):
+    """A string of `min_len` to `max_len` characters, matching `pattern` as a whole when one is given."""
+
     max_len: int = 10_000
+    pattern: str = ""
+    min_len: int = 0
 
     def errors(self, value, place):
         if not isinstance(value, str):
             yield place, f"{_kind(value)} where a string is due"
-        elif len(value) > self.max_len:
-            yield place, f"a string of {len(value)} characters (at most {self.max_len})"
+        elif not self.min_len <= len(value) <= self.max_len:
+            yield place, f"a string of {len(value)} characters ({self.min_len} to {self.max_len})"
+        elif self.pattern and not re.fullmatch(self.pattern, value):
+            yield place, f"{value[:80]!r} does not match {self.pattern}"
 
 
 @dataclass(frozen=True)
@@ -154,16 +160,17 @@ class Either(Spec):
 
 @dataclass(frozen=True)
 class Items(Spec):
-    """A list of at most `max_len` items, each `item`."""
+    """A list of `min_len` to `max_len` items, each `item`."""
 
     item: Spec
     max_len: int = 100_000
+    min_len: int = 0
 
     def errors(self, value, place):
         if not isinstance(value, list):
             yield place, f"{_kind(value)} where a list is due"
-        elif len(value) > self.max_len:
-            yield place, f"a list of {len(value)} items (at most {self.max_len})"
+        elif not self.min_len <= len(value) <= self.max_len:
+            yield place, f"a list of {len(value)} items ({self.min_len} to {self.max_len})"
         else:
             for i, v in enumerate(value):
                 yield from self.item.errors(v, f"{place}[{i}]")

@@ -7,53 +7,50 @@ object, a kernel without its id, a path out of the run folder, deep nesting) is 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import jsonschema
-
+from attngeom import schema
 from attngeom.errors import InputError
 from attngeom.files import write_json_atomic
-from attngeom.training.rerun import PRESET_NAMES
+from attngeom.schema import Items, Maybe, Number, Record, Text
+from attngeom.training.config import PRESET_NAMES
 
 STATE_FILE = "kaggle-state.json"
 MAX_STATE_BYTES = 1 << 20  # a few hundred kernels' worth
 
-_TIME = {"type": ["number", "null"], "minimum": 0}
-_TEXT = {"type": "string", "maxLength": 65536}
-KERNEL_SCHEMA = {
-    "type": "object",
-    "required": ["bundle", "seed", "id", "variants", "folder", "state"],
-    "additionalProperties": False,
-    "properties": {
-        "bundle": {"type": "string", "pattern": "^[A-Za-z0-9._-]+$"},
-        "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
-        "id": {"type": "string", "pattern": "^[^/\\s]+/[A-Za-z0-9._-]+$"},
-        "variants": {"type": "array", "items": {"type": "string", "maxLength": 64}, "maxItems": 64},
-        "folder": {"type": "string", "pattern": "^kernels/[A-Za-z0-9._-]+$"},
-        "state": {"type": "string", "pattern": "^[A-Z_]+$"},
+_NAME = "[A-Za-z0-9._-]+"
+_TIME = Maybe(Number(0))
+KERNEL_SCHEMA = Record(
+    {
+        "bundle": Text(256, _NAME),
+        "seed": Number(0, 2**32 - 1, integer=True),
+        "id": Text(512, rf"[^/\s]+/{_NAME}"),
+        "variants": Items(Text(64), max_len=64),
+        "folder": Text(512, rf"kernels/{_NAME}"),
+        "state": Text(64, "[A-Z_]+"),
         "pushed": _TIME,
         "finished": _TIME,
-        "version": {"type": ["integer", "null"], "minimum": 1, "maximum": 2**31 - 1},
-        "url": _TEXT,
-        "message": {"type": ["string", "null"], "maxLength": 65536},
+        "version": Maybe(Number(1, 2**31 - 1, integer=True)),
+        "url": Text(65536),
+        "message": Maybe(Text(65536)),
     },
-}
-STATE_SCHEMA = {
-    "type": "object",
-    "required": ["username", "created", "preset", "accelerator", "timeout", "concurrency", "kernels"],
-    "additionalProperties": False,
-    "properties": {
-        "username": {"type": "string", "minLength": 1, "maxLength": 256},
-        "created": _TEXT,
-        "run_id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
-        "preset": {"enum": list(PRESET_NAMES)},
-        "accelerator": {"type": "string", "minLength": 1, "maxLength": 256},
-        "timeout": {"type": "integer", "minimum": 1, "maximum": 10**7},
-        "concurrency": {"type": "integer", "minimum": 1, "maximum": 1000},
-        "kernels": {"type": "array", "minItems": 1, "maxItems": 10_000, "items": KERNEL_SCHEMA},
+    required=("bundle", "seed", "id", "variants", "folder", "state"),
+    other=None,
+)
+STATE_SCHEMA = Record(
+    {
+        "username": Text(256, min_len=1),
+        "created": Text(65536),
+        "run_id": Text(32, "[0-9a-f]{32}"),
+        "preset": Text(64, "|".join(PRESET_NAMES)),
+        "accelerator": Text(256, min_len=1),
+        "timeout": Number(1, 10**7, integer=True),
+        "concurrency": Number(1, 1000, integer=True),
+        "kernels": Items(KERNEL_SCHEMA, max_len=10_000, min_len=1),
     },
-}
+    required=("username", "created", "preset", "accelerator", "timeout", "concurrency", "kernels"),
+    other=None,
+)
 
 
 def load_state(run: Path) -> dict:
@@ -62,15 +59,13 @@ def load_state(run: Path) -> dict:
     if not path.is_file():
         raise InputError(f"{run}: no {STATE_FILE} here; start with `./reproduce.sh kaggle run` or `kaggle build`")
     try:
-        if path.stat().st_size > MAX_STATE_BYTES:
-            raise ValueError(f"larger than {MAX_STATE_BYTES} bytes")
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than Python's stack
-        raise InputError(f"{path}: not a readable {STATE_FILE} ({type(exc).__name__}: {str(exc)[:200]})") from exc
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(STATE_SCHEMA).iter_errors(state))
-    if error is not None:
-        where = error.json_path if error.path else "the top level"
-        raise InputError(f"{path}: not a {STATE_FILE} this version wrote: at {where}, {error.message[:200]}")
+        state = schema.read_json(path, max_bytes=MAX_STATE_BYTES)
+    except InputError as exc:
+        raise InputError(f"{path}: not a readable {STATE_FILE} ({str(exc)[:200]})") from exc
+    for where, problem in STATE_SCHEMA.errors(state, ""):
+        raise InputError(
+            f"{path}: not a {STATE_FILE} this version wrote: at {where or 'the top level'}, {problem[:200]}"
+        )
     return state
 
 
