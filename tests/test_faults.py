@@ -34,6 +34,12 @@ RNG = random.Random(20261130)
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
+def _as_in_a_terminal() -> None:
+    """A command started from a shell prompt has Ctrl-C's default action, even where these tests run
+    in the background (where a shell starts its jobs with SIGINT ignored, which the command respects)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def signalled(args: list, cwd: Path, delay: float, sig: int) -> tuple[int | None, str, float]:
     """Run the command and send `sig` to its process group after `delay` s, as a terminal's Ctrl-C does.
 
@@ -48,6 +54,7 @@ def signalled(args: list, cwd: Path, delay: float, sig: int) -> tuple[int | None
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_as_in_a_terminal,
     )
     try:
         proc.wait(timeout=delay)
