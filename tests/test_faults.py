@@ -40,6 +40,21 @@ def _as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _until_python_catches_sigint(pid: int, limit_s: float = 60.0) -> None:
+    """Wait until the interpreter has installed its SIGINT handler (bit 2 of SigCgt in /proc): a
+    signal before that moment ends any program, Python or not, before it runs a line of its own."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return  # it has ended
+        caught = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
+        if caught & (1 << (signal.SIGINT - 1)):
+            return
+        time.sleep(0.01)
+
+
 def signalled(args: list, cwd: Path, delay: float, sig: int) -> tuple[int | None, str, float]:
     """Run the command and send `sig` to its process group after `delay` s, as a terminal's Ctrl-C does.
 
@@ -56,6 +71,7 @@ def signalled(args: list, cwd: Path, delay: float, sig: int) -> tuple[int | None
         start_new_session=True,
         preexec_fn=_as_in_a_terminal,
     )
+    _until_python_catches_sigint(proc.pid)
     try:
         proc.wait(timeout=delay)
         return None, proc.stderr.read(), 0.0
