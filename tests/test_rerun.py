@@ -343,3 +343,17 @@ def test_training_without_jax_is_one_clear_error(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else real(name, *a))
     with pytest.raises(InputError, match="Python 3.11 or 3.12"):
         rerun.deterministic_device()
+
+
+@pytest.mark.slow
+def test_the_rerun_report_judges_seed_0_and_shows_every_window(smoke_run):
+    out, _ = smoke_run
+    report = out / "report"
+    robust = json.loads((report / "results.json").read_text())["robustness"]
+    assert set(robust) == set(rerun.DEFAULT_VARIANTS)
+    for model in robust.values():
+        assert model["seeds"] == [0] and model["windows"] == {"0": 16}
+        assert model["counts"]["scale_moved_rows"]["out_of"] > 0
+    assert robust["softmax"]["counts"]["scale_moved_rows"]["count"] == 0  # the theorem holds on every window
+    assert "## Robustness: every window and seed" in (report / "REPORT.md").read_text()
+    assert '<figure class="robust"' in (report / "index.html").read_text()
