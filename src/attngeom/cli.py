@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import atexit
 import datetime as dt
 import gc
 import importlib
@@ -194,16 +195,27 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
+def _interrupted_while_exiting(signum, frame) -> None:
+    INTERRUPT.announce()
+    os._exit(EXIT_INTERRUPT)
+
+
 def entry() -> None:
     """The program: `main`, then exit with its status.
 
-    After Ctrl-C the process ends without the interpreter's shutdown, which can crash while
-    compiler threads of jax are still at work; everything the command wrote is settled by then.
+    The process ends without the interpreter's shutdown: after Ctrl-C that shutdown can crash while
+    compiler threads of jax are still at work, and a Ctrl-C that lands during it would end the
+    process by the signal, without its line. The exit handlers (atexit) and finalizers still run,
+    under a handler that turns a late Ctrl-C into the line and 130; then the streams are flushed.
     """
     status = main()
-    if status == EXIT_INTERRUPT:
-        gc.collect()  # finalizers of what the command left (a worker pool's semaphores) still run
-        for stream in (sys.stdout, sys.stderr):
+    if status != EXIT_INTERRUPT and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _interrupted_while_exiting)
+    gc.collect()  # finalizers of what the command left (a worker pool's semaphores) still run
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
             stream.flush()
-        os._exit(status)
-    raise SystemExit(status)
+        except OSError:  # a reader that has gone (`| head`) misses nothing it asked for
+            pass
+    os._exit(status)
