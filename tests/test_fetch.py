@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import fetch
+from attngeom import fetch, files
 from attngeom.errors import InputError
 
 URL = fetch.BUNDLE_BASE + "kgl_blog-attngeom-qk/yat_attention.json"
@@ -136,11 +136,11 @@ def test_the_report_says_where_each_input_came_from_and_on_what_cpu(fake_mirror,
     local.write_text("{}")
     prov = report.provenance([cached, local], {})
     assert prov["sources"][str(local)] == {"source": "local"} and prov["sources"][str(cached)]["stale"]
-    assert prov["machine"].endswith(f", {report.cpu_model()}, {os.cpu_count()} cores)")
+    assert prov["machine"].endswith(f", {files.cpu_model()}, {os.cpu_count()} cores)")
     cpuinfo = Path("/proc/cpuinfo")
     if platform.system() == "Linux" and "model name" in cpuinfo.read_text():
         names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")]
-        assert report.cpu_model() == names[0]
+        assert files.cpu_model() == names[0]
     doc = {
         "summary": {"verdict": "PASS", "passed": 0, "failed": 0, "skipped": 0},
         "tier": "published",

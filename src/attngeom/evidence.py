@@ -13,12 +13,11 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attngeom import schema
 from attngeom.bundles import ModelEvidence
 from attngeom.errors import InputError
 from attngeom.fetch import BUNDLE_BASE, PUBLISHED_BUNDLES, REGISTRY
+from attngeom.training.runs import MANIFEST, read_manifest
 
-MANIFEST = "manifest.json"
 # The published runs' cfg, except the learning rate (per variant) and dropout: what makes a run the paper's.
 PAPER_CFG = {
     "D": 192,
@@ -61,19 +60,15 @@ SCOPE_WORDS = {
 }
 
 
-def _read_manifest(path: Path) -> dict:
-    return schema.read_json(path, schema.MANIFEST_JSON)
-
-
 def find_manifests(root: Path) -> dict[Path, dict]:
     """The run manifests that describe `root`: those under it, else the nearest one up to two folders above."""
     root = Path(root).resolve()
     below = sorted(root.rglob(MANIFEST))
     if below:
-        return {p: _read_manifest(p) for p in below}
+        return {p: read_manifest(p) for p in below}
     for parent in (root.parent, root.parent.parent):
         if (parent / MANIFEST).is_file():
-            return {parent / MANIFEST: _read_manifest(parent / MANIFEST)}
+            return {parent / MANIFEST: read_manifest(parent / MANIFEST)}
     return {}
 
 

@@ -181,3 +181,19 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return found
+
+
+def cpu_model() -> str:
+    """The processor's model name (float round-off, and so the last digits, depend on it)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Hardware", "cpu model") and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, check=False)
+        if out.returncode == 0 and out.stdout.strip():
+            return out.stdout.strip()
+    return platform.processor() or "unknown CPU model"

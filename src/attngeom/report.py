@@ -8,29 +8,12 @@ import datetime as dt
 import json
 import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 
 from attngeom import fetch
 from attngeom.claims import checkpoint_labels
-from attngeom.files import git_commit, sha256_file, shown, versions, write_atomic
-
-
-def cpu_model() -> str:
-    """The processor's model name (float round-off, and so the last digits, depend on it)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() in ("model name", "Hardware", "cpu model") and value.strip():
-                return value.strip()
-    except OSError:
-        pass
-    if sys.platform == "darwin":
-        out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, check=False)
-        if out.returncode == 0 and out.stdout.strip():
-            return out.stdout.strip()
-    return platform.processor() or "unknown CPU model"
+from attngeom.files import cpu_model, git_commit, sha256_file, shown, versions, write_atomic
 
 
 def machine() -> str:

@@ -25,6 +25,7 @@ import numpy as np
 
 import attngeom
 from attngeom.errors import EXIT_FAIL, EXIT_PASS, InputError
+from attngeom.files import cpu_model
 from attngeom.options import list_of
 
 FIDELITY_JSON = "fidelity.json"
@@ -157,19 +158,6 @@ def harness_side(variants: tuple[str, ...], steps: int) -> tuple[dict, dict[str,
             "attn_step0": result.maps[0],
         }
     return figures, {v: cfg.lr_of(v) for v in variants}
-
-
-def cpu_model() -> str:
-    """The CPU's model name (float32 round-off on a CPU depends on it), or the platform's word for it."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or platform.machine()
 
 
 def _figures_json(figures: dict) -> dict:
