@@ -12,7 +12,10 @@ DEFAULT_MIRROR = REPO.parent / "shared" / "mirror"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not os.environ.get("ATTNGEOM_MIRROR") and DEFAULT_MIRROR.is_dir():
+    mirror = os.environ.get("ATTNGEOM_MIRROR")
+    if mirror:  # a relative path means where the tests were started, also for commands run in other folders
+        os.environ["ATTNGEOM_MIRROR"] = str(Path(mirror).resolve())
+    elif DEFAULT_MIRROR.is_dir():
         os.environ["ATTNGEOM_MIRROR"] = str(DEFAULT_MIRROR)
 
 

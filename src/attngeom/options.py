@@ -23,15 +23,25 @@ def parse_list(text: str, kind: Callable = str, choices: Collection | None = Non
     return items
 
 
-def seed(text: str) -> int:
-    """A random seed: an integer from 0 to 2**31 - 1 (what every generator here accepts)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
-    if not 0 <= value < 2**31:
-        raise argparse.ArgumentTypeError(f"a seed is from 0 to {2**31 - 1}, got {value}")
-    return value
+def integer(lo: int, hi: int | None = None, what: str = "an integer") -> Callable[[str], int]:
+    """An argparse `type=`: an integer from `lo` (to `hi`), named `what` in the error."""
+
+    def read(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            bounds = f"from {lo} to {hi}" if hi is not None else f"{lo} or more"
+            raise argparse.ArgumentTypeError(f"{what} is {bounds}, got {value}")
+        return value
+
+    return read
+
+
+seed = integer(0, 2**31 - 1, "a seed")  # what every random generator here accepts
+step_count = integer(0, what="a number of steps")
+positive = integer(1, what="a positive integer")
 
 
 def list_of(kind: Callable = str, choices: Collection | None = None, what: str = "value") -> Callable[[str], tuple]:

@@ -38,7 +38,7 @@ from attngeom.backends.kaggle_kernel import OUTPUT_DIR, build_kernel, definition
 from attngeom.backends.kaggle_state import STATE_FILE, load_state, save_state
 from attngeom.bundles import VARIANTS
 from attngeom.errors import InputError
-from attngeom.options import list_of, seed
+from attngeom.options import list_of, positive, seed
 from attngeom.training.rerun import PRESET_NAMES
 from attngeom.training.runs import RUNS_DIR, new_run_dir, require_complete
 
@@ -271,12 +271,6 @@ def _duration(seconds: float) -> str:
     return f"{m // 60}h{m % 60:02d}m" if m >= 60 else f"{m}m{s:02d}s"
 
 
-def _positive_int(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
-    return int(text)
-
-
 def main(args: argparse.Namespace) -> int:
     """Start a new run (build, run) or continue the one named or the latest (push, status, pull, run)."""
     new = args.action in ("build", "run") and (
@@ -354,10 +348,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--accelerator", help=f"Kaggle machine shape (default {DEFAULT_ACCELERATOR}, the T4 x2 machine)")
     p.add_argument(
         "--timeout",
-        type=_positive_int,
+        type=positive,
         help="seconds a kernel may run (default 6 h); `run` waits that long per round of --concurrency kernels",
     )
-    p.add_argument("--concurrency", type=_positive_int, help="kernels running at once (default 2)")
+    p.add_argument("--concurrency", type=positive, help="kernels running at once (default 2)")
     p.add_argument("--poll", type=float, default=30.0, help="first polling interval in seconds; it backs off to 10x")
     p.add_argument("--username", help="Kaggle user name for the kernel ids (default: from the credentials)")
     p.set_defaults(func=main)

@@ -249,17 +249,6 @@ def preflight(run_dir: Path, variants: tuple[str, ...], steps: int) -> dict:
     return {"verdict": doc["verdict"], "steps": steps, "device": doc["device"]["kind"], "file": FIDELITY_JSON}
 
 
-def step_count(text: str) -> int:
-    """An argparse `type=`: a number of steps, 0 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of steps, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"a number of steps is 0 or more, got {value}")
-    return value
-
-
 def run_preflight(folder, variants: tuple[str, ...], requested: int | None) -> None:
     """Before a rerun: the check of `requested` steps (default: 3 on a GPU, none on a CPU) into its manifest.
 

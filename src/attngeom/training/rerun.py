@@ -35,7 +35,7 @@ import numpy as np
 from attngeom.bundles import RUN_JSON, write_attn_npz, write_geom_npz
 from attngeom.errors import InputError
 from attngeom.files import write_json_atomic
-from attngeom.options import list_of
+from attngeom.options import list_of, step_count
 from attngeom.options import seed as seed_option
 from attngeom.training import data, runs
 from attngeom.training.config import PRESET_NAMES, TrainConfig, bits_per_char, preset
@@ -272,8 +272,6 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the `rerun` subcommand."""
-    from attngeom.training.fidelity import step_count
-
     p = subparsers.add_parser(
         "rerun",
         help="retrain the seed-0 runs, write the bundles, verify them",
