@@ -107,7 +107,8 @@ class _Interrupt:
 
     def _swallowed(self, unraisable) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            _thread.interrupt_main(signal.SIGINT)  # raised again, where it can unwind the command
+            # raised again once the hook has returned (raised inside the hook, it would be lost again)
+            threading.Timer(0.05, _thread.interrupt_main, (signal.SIGINT,)).start()
         else:
             self._unraisable(unraisable)
 
