@@ -15,6 +15,7 @@ import pytest
 from attngeom import cli
 from attngeom.bundles import RUN_JSON, load_models
 from attngeom.errors import InputError
+from attngeom.files import machine
 from attngeom.training import config, rerun, runs, train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -202,6 +203,7 @@ def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(tmp_path, mo
     assert cli.main([*opts, "--stop-after", "30", "--out", str(tmp_path / "cut")]) == 0
     cut = runs.require_complete(tmp_path / "cut")
     assert cut["stopped_after"] == 30 and cut["config"]["train"]["stop_after"] == 30 and cut["windows"] == 3
+    assert cut["machine"] == machine()  # the CPU model too: the last digits of a run depend on it
     qk = Path("attngeom-qk")
     with (
         np.load(tmp_path / "cut" / qk / "attn_yat_b_s1.npz") as a,

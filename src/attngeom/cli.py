@@ -1,4 +1,4 @@
-"""The command line: `python -m attngeom [verify|rerun|fidelity|kaggle|docker|figures] ...`.
+"""The command line: `python -m attngeom [verify|rerun|fidelity|kaggle|docker|figures|summary] ...`.
 
 Each subcommand lives in its own module, which exposes `register(subparsers)`; the parser it
 adds sets `func`, called with the parsed arguments and returning the exit status. `main` is the
@@ -34,6 +34,7 @@ SUBCOMMAND_MODULES = (
     "attngeom.backends.kaggle",
     "attngeom.backends.docker",
     "attngeom.figures",
+    "attngeom.summary",
 )
 DEFAULT_SUBCOMMAND = "verify"
 # Commands reproduce.sh runs itself; listed here so that --help names every command.

@@ -197,3 +197,8 @@ def cpu_model() -> str:
         if out.returncode == 0 and out.stdout.strip():
             return out.stdout.strip()
     return platform.processor() or "unknown CPU model"
+
+
+def machine() -> str:
+    """Platform, architecture, CPU model and number of cores."""
+    return f"{platform.platform()} ({platform.machine()}, {cpu_model()}, {os.cpu_count()} cores)"

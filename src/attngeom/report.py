@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import platform
 import sys
 from pathlib import Path
 
 from attngeom import fetch
 from attngeom.claims import checkpoint_labels
-from attngeom.files import cpu_model, git_commit, sha256_file, shown, versions, write_atomic
-
-
-def machine() -> str:
-    """Platform, architecture, CPU model and number of cores."""
-    return f"{platform.platform()} ({platform.machine()}, {cpu_model()}, {os.cpu_count()} cores)"
+from attngeom.files import git_commit, machine, sha256_file, shown, versions, write_atomic
 
 
 def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:

@@ -28,7 +28,7 @@ import numpy as np
 
 from attngeom import schema
 from attngeom.errors import InputError
-from attngeom.files import atomic_file, git_commit, sha256_file, versions, write_atomic, write_json_atomic
+from attngeom.files import atomic_file, git_commit, machine, sha256_file, versions, write_atomic, write_json_atomic
 
 MANIFEST = "manifest.json"
 TRAIN_LOG = "train_log.jsonl"
@@ -132,6 +132,7 @@ def environment() -> dict:
         "versions": versions(),
         "git_commit": git_commit(),
         "platform": platform.platform(),
+        "machine": machine(),
         "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count()},
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),

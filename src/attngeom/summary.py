@@ -1,0 +1,189 @@
+"""`summary`: a rerun as a reviewer keeps it, without its bundles.
+
+Reads each run folder's manifest, its bundles and the report verify wrote of it, and writes one
+small JSON: what was run (command, commit, device, machine, versions, wall time, stop), the
+statistics at every telemetry step it reached next to the published bundles' at the same step,
+how far its maps are from the published maps, and the verdicts it was given. This is what
+`expected/measured/` holds; verify never reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from pathlib import Path
+
+import numpy as np
+
+from attngeom import fetch, schema, stats
+from attngeom.bundles import ModelEvidence, find_model_folders, load_model
+from attngeom.errors import InputError
+from attngeom.files import sha256_file, shown, write_json_atomic
+from attngeom.training.runs import MANIFEST, read_manifest
+
+REPORT_DIR = "report"
+_REPORT_JSON = schema.Record(
+    {
+        "summary": schema.Record(
+            {k: schema.Number(0, integer=True) for k in ("passed", "failed", "skipped")} | {"verdict": schema.Text(16)},
+            required=("passed", "failed", "skipped", "verdict"),
+        ),
+        "tier": schema.Text(100),
+        "claims": schema.Items(
+            schema.Record(
+                {k: schema.Text() for k in ("id", "verdict", "measured", "expected")}, required=("id", "verdict")
+            ),
+        ),
+        "provenance": schema.Record(
+            {
+                "inputs": schema.Record(other=schema.Text(64)),
+                "machine": schema.Text(),
+                "git_commit": schema.Maybe(schema.Text(64)),
+            },
+            required=("inputs",),
+        ),
+    },
+    required=("summary", "tier", "claims", "provenance"),
+)
+_SUMMARY_JSON = schema.Record({"what": schema.Text(), "runs": schema.Record(other=schema.Record())}, required=("runs",))
+
+
+def shown_command(command: str) -> str:
+    """The manifest's command as a reader types it: `./reproduce.sh ...`, without the run's own --out folder."""
+    words = shlex.split(command)
+    if words[:3] == ["python", "-m", "attngeom"]:
+        words = ["./reproduce.sh", *words[3:]]
+    kept, skip = [], False
+    for w in words:
+        if skip:
+            skip = False
+        elif w == "--out":
+            skip = True
+        elif not w.startswith("--out="):
+            kept.append(w)
+    return shlex.join(kept)
+
+
+def map_statistics(model: ModelEvidence) -> dict[str, dict[str, float]]:
+    """Per telemetry step: mean over heads of the distinct winners (of T keys) and of the normalised entropy."""
+    T = model.tokens_T.shape[0]
+    return {
+        "distinct_winners": {
+            str(s): round(float(stats.occupancy(m, model.strict).mean() * T), 4) for s, m in model.maps.items()
+        },
+        "mean_norm_entropy": {
+            str(s): round(float(stats.norm_entropy(m, model.strict).mean()), 6) for s, m in model.maps.items()
+        },
+    }
+
+
+def map_differences(run: ModelEvidence, published: ModelEvidence) -> dict[str, dict[str, float]]:
+    """Per telemetry step both hold: largest |difference| of the float16 maps and the share of entries that differ."""
+    out = {}
+    for step in sorted(set(run.maps) & set(published.maps)):
+        if run.maps[step].shape != published.maps[step].shape:
+            raise InputError(
+                f"{shown(run.files['attn'])}: step{step} has shape {run.maps[step].shape}, the published {published.maps[step].shape}"
+            )
+        diff = np.abs(run.maps[step].astype(np.float32) - published.maps[step].astype(np.float32))
+        out[str(step)] = {"max_abs_difference": float(diff.max()), "entries_that_differ": float((diff > 0).mean())}
+    return out
+
+
+def _report(run_dir: Path, models: list[ModelEvidence]) -> dict:
+    path = run_dir / REPORT_DIR / "report.json"
+    if not path.is_file():
+        raise InputError(
+            f"{shown(path)}: no report; judge the run first: ./reproduce.sh --bundles {shown(run_dir)} --out {shown(path.parent)}"
+        )
+    doc = schema.read_json(path, _REPORT_JSON)
+    judged = set(doc["provenance"]["inputs"].values())
+    for m in models:
+        if not {sha256_file(m.files["attn"]), sha256_file(m.files["geom"])} <= judged:
+            raise InputError(
+                f"{shown(path)}: a report of other bundles than {shown(run_dir)}'s; judge the run again into it"
+            )
+    return doc
+
+
+def summarise_run(run_dir: Path, published_root: Path) -> dict:
+    """One run folder's summary (see the module docstring)."""
+    manifest = read_manifest(run_dir / MANIFEST)
+    if manifest["completed"] is not True:
+        raise InputError(
+            f"{shown(run_dir)}: the run has not completed (carry it on with ./reproduce.sh rerun --resume)"
+        )
+    seeds, variants = manifest["config"]["seeds"], manifest["config"]["variants"]
+    published = find_model_folders(published_root)
+    models, out = [], {}
+    for seed in seeds:
+        folders = find_model_folders(run_dir, seed)
+        for variant in variants:
+            if variant not in folders:
+                raise InputError(f"{shown(run_dir)}: no geom_{variant}_s{seed}.npz although the manifest names it")
+            model = load_model(folders[variant], variant, seed)
+            models.append(model)
+            entry = {"run": map_statistics(model)}
+            if variant in published:
+                reference = load_model(published[variant], variant, 0)
+                entry["published_seed0"] = map_statistics(reference)
+                entry["maps_against_published_seed0"] = map_differences(model, reference)
+            out[f"{variant}_s{seed}"] = entry
+    report = _report(run_dir, models)
+    return {
+        "command": shown_command(manifest.get("command", "")),
+        "git_commit": manifest.get("git_commit"),
+        "device": manifest.get("device"),
+        "platform": manifest.get("platform"),
+        "machine": manifest.get("machine"),
+        "versions": manifest.get("versions"),
+        "matmul_precision": manifest.get("matmul_precision"),
+        "preset": manifest["config"]["preset"],
+        "steps": manifest["config"]["train"]["steps"],
+        "stopped_after": manifest.get("stopped_after"),
+        "wall_s": manifest.get("wall_s"),
+        "variant_wall_s": manifest.get("variant_wall_s"),
+        "statistics": out,
+        "judged_by": {k: report["provenance"].get(k) for k in ("git_commit", "machine")} | {"tier": report["tier"]},
+        "verdict": report["summary"],
+        "judged": [
+            {k: c.get(k) for k in ("id", "verdict", "measured", "expected")}
+            for c in report["claims"]
+            if c["verdict"] != "SKIP"
+        ],
+    }
+
+
+def run_summary(args: argparse.Namespace) -> int:
+    """`summary`: write the summary of the given run folders into --out (other runs already there are kept)."""
+    names = [run_dir.resolve().name for run_dir in args.runs]
+    if len(set(names)) < len(names):
+        raise InputError(f"two run folders with the same name among {', '.join(map(shown, args.runs))}")
+    doc = schema.read_json(args.out, _SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
+    published_root = fetch.fetch_bundles(mirror=fetch.mirror_dir())
+    runs = {name: summarise_run(run_dir, published_root) for name, run_dir in zip(names, args.runs)}
+    for run in runs.values():
+        if args.note:
+            run["note"] = args.note
+    doc["what"] = args.what or doc.get("what", "")
+    doc["runs"] = {**doc["runs"], **runs}
+    write_json_atomic(args.out, doc)
+    for name, run in runs.items():
+        v = run["verdict"]
+        print(f"{name}: {v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped: {v['verdict']}")
+    print(f"summary: {shown(args.out)}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the `summary` subcommand."""
+    p = sub.add_parser("summary", help="judged run folders as one JSON of statistics and verdicts")
+    p.add_argument(
+        "runs", nargs="+", type=Path, metavar="RUN", help="run folders of `rerun`, each judged into RUN/report"
+    )
+    p.add_argument(
+        "--out", type=Path, required=True, help="the JSON to write; runs of other names already in it are kept"
+    )
+    p.add_argument("--what", default="", help="a sentence saying what the runs are, kept at the top of the JSON")
+    p.add_argument("--note", default="", help="a remark kept with each run (such as how loaded the machine was)")
+    p.set_defaults(func=run_summary)

@@ -1,0 +1,134 @@
+"""`summary`: a judged run folder as the small JSON kept in expected/measured/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from bundle_tools import copy_published, rewrite_npz, stop_after
+
+from attngeom import cli
+from attngeom.summary import shown_command
+from attngeom.training import runs
+
+
+def _manifest(**changes) -> dict:
+    doc = {
+        "completed": True,
+        "config": {
+            "preset": "paper",
+            "variants": ["softmax"],
+            "seeds": [0],
+            "train": {"steps": 12000, "stop_after": 1200},
+        },
+        "files": {},
+        "stopped_after": 1200,
+        "platform": "Linux-x86_64",
+        "machine": "Linux-x86_64 (x86_64, some CPU, 2 cores)",
+        "command": "python -m attngeom rerun --preset paper --stop-after 1200 --variants softmax --out /runs/s --quiet",
+        "wall_s": 5000.0,
+    }
+    return doc | changes
+
+
+def _even_row(run: Path) -> int:
+    """Weigh the six keys of one row of the softmax step-1200 map evenly (still a distribution); return the map's size."""
+    attn = run / "kgl_blog-attngeom-qk" / "attn_softmax_s0.npz"
+    with np.load(attn) as z:
+        step = z["step1200"].copy()
+    step[0, 0, 5, :6] = np.float16(1 / 6)
+    rewrite_npz(attn, step1200=step)
+    return step.size
+
+
+@pytest.fixture(scope="module")
+def judged_run(tmp_path_factory, published_root) -> Path:
+    """The published bundles cut at step 1200 as a finished stopped run of softmax, judged into RUN/report."""
+    run = copy_published(published_root, tmp_path_factory.mktemp("summary") / "softmax")
+    stop_after(run, 1200)
+    (run / runs.MANIFEST).write_text(json.dumps(_manifest()))
+    assert cli.main(["--bundles", str(run), "--variants", "softmax", "--out", str(run / "report")]) == 0
+    return run
+
+
+def test_the_command_is_shown_as_typed_without_the_run_folder():
+    assert shown_command("python -m attngeom rerun --out '/a b/c' --steps 3 --out=/x --quiet") == (
+        "./reproduce.sh rerun --steps 3 --quiet"
+    )
+
+
+def test_a_stopped_run_is_summarised_with_its_statistics_distances_and_verdicts(judged_run, tmp_path, capsys):
+    out = tmp_path / "measured.json"
+    assert cli.main(["summary", str(judged_run), "--out", str(out), "--what", "a test", "--note", "quiet"]) == 0
+    assert "softmax: " in capsys.readouterr().out
+    doc = json.loads(out.read_text())
+    assert doc["what"] == "a test" and list(doc["runs"]) == ["softmax"]
+    run = doc["runs"]["softmax"]
+    assert run["command"] == "./reproduce.sh rerun --preset paper --stop-after 1200 --variants softmax --quiet"
+    assert run["stopped_after"] == 1200 and run["note"] == "quiet" and run["judged_by"]["tier"] == "rerun"
+    stats = run["statistics"]["softmax_s0"]
+    assert stats["run"] == {
+        "distinct_winners": {"0": 26.9167, "1200": 65.2083},
+        "mean_norm_entropy": {"0": 0.942837, "1200": 0.557366},
+    }
+    assert stats["published_seed0"]["distinct_winners"]["11999"] == 72.2917
+    assert stats["maps_against_published_seed0"] == {
+        s: {"max_abs_difference": 0.0, "entries_that_differ": 0.0} for s in ("0", "1200")
+    }
+    report = json.loads((judged_run / "report" / "report.json").read_text())
+    assert run["verdict"] == report["summary"] and report["summary"]["failed"] == 0
+    judged = {c["id"]: c["verdict"] for c in run["judged"]}
+    assert judged["step1200.softmax.occupancy"] == "PASS" and "SKIP" not in judged.values()
+    assert len(judged) == report["summary"]["passed"] + report["summary"]["failed"]
+
+
+def test_a_changed_map_moves_the_distance_and_other_runs_in_the_file_are_kept(judged_run, tmp_path):
+    out = tmp_path / "measured.json"
+    out.write_text(json.dumps({"what": "kept", "runs": {"goat_v": {"verdict": "x"}}}))
+    run = tmp_path / "softmax"
+    copy_published(judged_run, run)
+    (run / runs.MANIFEST).write_text(json.dumps(_manifest()))
+    size = _even_row(run)
+    assert cli.main(["--bundles", str(run), "--variants", "softmax", "--out", str(run / "report")]) in (0, 1)
+    assert cli.main(["summary", str(run), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["what"] == "kept" and set(doc["runs"]) == {"goat_v", "softmax"}
+    moved = doc["runs"]["softmax"]["statistics"]["softmax_s0"]["maps_against_published_seed0"]["1200"]
+    assert 0 < moved["entries_that_differ"] <= 6 / size and moved["max_abs_difference"] > 0
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("unjudged", "no report; judge the run first"),
+        ("rejudge", "a report of other bundles"),
+        ("incomplete", "has not completed"),
+        ("no-manifest", "manifest.json"),
+        ("bad-out", "measured.json"),
+    ],
+)
+def test_what_cannot_be_summarised_is_one_error_line_and_nothing_is_written(
+    judged_run, tmp_path, capsys, damage, message
+):
+    run = tmp_path / "softmax"
+    shutil.copytree(judged_run, run)
+    out = tmp_path / "measured.json"
+    if damage == "unjudged":
+        shutil.rmtree(run / "report")
+    elif damage == "rejudge":
+        _even_row(run)
+    elif damage == "incomplete":
+        (run / runs.MANIFEST).write_text(json.dumps(_manifest(completed=False)))
+    elif damage == "no-manifest":
+        (run / runs.MANIFEST).unlink()
+    elif damage == "bad-out":
+        out.write_text("{not json")
+    before = out.read_bytes() if out.exists() else None
+    capsys.readouterr()
+    assert cli.main(["summary", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+    assert (out.read_bytes() if out.exists() else None) == before
