@@ -51,6 +51,8 @@ def stop_after(root: Path, step: int) -> None:
     for path in sorted(root.rglob("yat_attention.json")):
         data = json.loads(path.read_text())
         data["cfg"]["STOPPED_AFTER"] = step
+        for run in data["runs"]:
+            run["curve"] = [point for point in run.get("curve", []) if point["step"] <= step]
         path.write_text(json.dumps(data))
 
 

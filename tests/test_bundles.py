@@ -75,6 +75,8 @@ def damage(copy, how):
         edit_run(js, "yat_b", eps_learned=[[float("nan")] * 4] * 6)
     elif how == "tokens differ":
         rewrite_npz(attn, tokens=np.zeros(128, np.int32))
+    elif how == "bad curve":
+        edit_run(js, "softmax", curve=[{"step": 500, "val": "low"}])
     return {
         "missing": "no geom_softmax_s0.npz",
         "truncated": "corrupt or truncated",
@@ -90,10 +92,12 @@ def damage(copy, how):
         "nan eps": "eps_learned",
         "tokens differ": "tokens",
         "missing maps": "missing file",
+        "bad curve": r"curve\[0\]\.val: a string where a number is due",
     }[how]
 
 
 HOWS = [
+    "bad curve",
     "missing",
     "missing maps",
     "truncated",

@@ -226,6 +226,12 @@ RUN_JSON = Record(
                     "best_val": Number(0, 1e3),
                     "b_learned": POSITIVE_GRID,
                     "eps_learned": POSITIVE_GRID,
+                    "curve": Items(
+                        Record(
+                            {"step": Number(0, 10**9, integer=True), "val": Number(0, 1e3)}, required=("step", "val")
+                        ),
+                        max_len=100_000,
+                    ),
                 },
                 required=("variant", "seed", "best_val"),
             ),

@@ -64,8 +64,9 @@ def shown_command(command: str) -> str:
     return shlex.join(kept)
 
 
-def map_statistics(model: ModelEvidence) -> dict[str, dict[str, float]]:
-    """Per telemetry step: mean over heads of the distinct winners (of T keys) and of the normalised entropy."""
+def statistics(model: ModelEvidence) -> dict[str, dict[str, float]]:
+    """Per telemetry step, the means over heads of the distinct winners (of T keys) and of the normalised
+    entropy; per evaluation step, the validation loss."""
     T = model.tokens_T.shape[0]
     return {
         "distinct_winners": {
@@ -74,6 +75,7 @@ def map_statistics(model: ModelEvidence) -> dict[str, dict[str, float]]:
         "mean_norm_entropy": {
             str(s): round(float(stats.norm_entropy(m, model.strict).mean()), 6) for s, m in model.maps.items()
         },
+        "validation_loss": {str(p["step"]): round(p["val"], 6) for p in model.run.get("curve", [])},
     }
 
 
@@ -123,10 +125,14 @@ def summarise_run(run_dir: Path, published_root: Path) -> dict:
                 raise InputError(f"{shown(run_dir)}: no geom_{variant}_s{seed}.npz although the manifest names it")
             model = load_model(folders[variant], variant, seed)
             models.append(model)
-            entry = {"run": map_statistics(model)}
+            entry = {"run": statistics(model)}
             if variant in published:
                 reference = load_model(published[variant], variant, 0)
-                entry["published_seed0"] = map_statistics(reference)
+                published_stats = statistics(reference)
+                entry["published_seed0"] = {  # at the steps the run reached
+                    name: {s: v for s, v in by_step.items() if s in entry["run"][name]}
+                    for name, by_step in published_stats.items()
+                }
                 entry["maps_against_published_seed0"] = map_differences(model, reference)
             out[f"{variant}_s{seed}"] = entry
     report = _report(run_dir, models)
