@@ -133,3 +133,16 @@ def test_what_cannot_be_summarised_is_one_error_line_and_nothing_is_written(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
     assert (out.read_bytes() if out.exists() else None) == before
+
+
+def test_the_committed_summaries_agree_with_their_own_verdicts():
+    paths = sorted((Path(__file__).resolve().parents[1] / "expected" / "measured").glob("*.json"))
+    summaries = [doc for doc in (json.loads(p.read_text()) for p in paths) if "runs" in doc]
+    assert summaries
+    for doc in summaries:
+        for run in doc["runs"].values():
+            assert run["command"].startswith("./reproduce.sh rerun ") and run["statistics"]
+            v, judged = run["verdict"], [c["verdict"] for c in run["judged"]]
+            assert v["passed"] == judged.count("PASS") and v["failed"] == judged.count("FAIL")
+            assert len(judged) == v["passed"] + v["failed"]
+            assert v["verdict"] == ("FAIL" if v["failed"] else "PASS")
