@@ -20,14 +20,20 @@ def _round(x, digits: int = 10):
     return np.round(np.asarray(x, dtype=np.float64), digits).tolist()
 
 
+def by_step(model: ModelEvidence) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Per checkpoint step, in order: the occupancy and the mean normalised entropy of each head, (L, H) each."""
+    steps = sorted(model.maps)
+    occ = {s: stats.occupancy(model.maps[s], model.strict) for s in steps}
+    return occ, {s: stats.norm_entropy(model.maps[s], model.strict) for s in steps}
+
+
 def model_results(model: ModelEvidence) -> dict:
     """All statistics of one trained model on the fixed window."""
     L, H, T, D = model.q_LHTD.shape
     steps = sorted(model.maps)
     final = steps[-1]
     changed_LHS = stats.scale_changed(model)
-    occ = {s: stats.occupancy(model.maps[s], model.strict) for s in steps}
-    entropy_LH = {s: stats.norm_entropy(model.maps[s], model.strict) for s in steps}
+    occ, entropy_LH = by_step(model)
     inside_LHT = hull.inside_hull(model.k_LHTD)
     nearest_LH, aligned_LH = stats.winner_agreement(model)
     rows = T - 1 - int(model.strict)

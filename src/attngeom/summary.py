@@ -2,26 +2,26 @@
 
 Reads each run folder's manifest, its bundles and the report verify wrote of it, and writes one
 small JSON: what was run (command, commit, device, machine, versions, wall time, stop), the
-statistics at every telemetry step it reached next to the published bundles' at the same step,
-how far its maps are from the published maps, and the verdicts it was given. This is what
+statistics at every telemetry and evaluation step it reached next to the published run's at the
+same step, how far its maps are from the published maps, and the verdicts it was given. This is what
 `expected/measured/` holds; verify never reads it.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 from pathlib import Path
 
 import numpy as np
 
-from attngeom import fetch, schema, stats
+from attngeom import fetch, results, schema
 from attngeom.bundles import ModelEvidence, find_model_folders, load_model
 from attngeom.errors import InputError
 from attngeom.files import sha256_file, shown, write_json_atomic
-from attngeom.training.runs import MANIFEST, read_manifest
+from attngeom.training.runs import MANIFEST, REPORT, read_manifest
 
-REPORT_DIR = "report"
 _REPORT_JSON = schema.Record(
     {
         "summary": schema.Record(
@@ -67,16 +67,20 @@ def shown_command(command: str) -> str:
 def statistics(model: ModelEvidence) -> dict[str, dict[str, float]]:
     """Per telemetry step, the means over heads of the distinct winners (of T keys) and of the normalised
     entropy; per evaluation step, the validation loss."""
+    occ, entropy_LH = results.by_step(model)
     T = model.tokens_T.shape[0]
     return {
-        "distinct_winners": {
-            str(s): round(float(stats.occupancy(m, model.strict).mean() * T), 4) for s, m in model.maps.items()
-        },
-        "mean_norm_entropy": {
-            str(s): round(float(stats.norm_entropy(m, model.strict).mean()), 6) for s, m in model.maps.items()
-        },
+        "distinct_winners": {str(s): round(float(o.mean() * T), 4) for s, o in occ.items()},
+        "mean_norm_entropy": {str(s): round(float(e.mean()), 6) for s, e in entropy_LH.items()},
         "validation_loss": {str(p["step"]): round(p["val"], 6) for p in model.run.get("curve", [])},
     }
+
+
+@functools.cache
+def _published(folder: Path, variant: str) -> tuple[ModelEvidence, dict[str, dict[str, float]]]:
+    """A published model and its statistics, loaded once however many runs are compared with it."""
+    model = load_model(folder, variant, 0)
+    return model, statistics(model)
 
 
 def map_differences(run: ModelEvidence, published: ModelEvidence) -> dict[str, dict[str, float]]:
@@ -93,7 +97,7 @@ def map_differences(run: ModelEvidence, published: ModelEvidence) -> dict[str, d
 
 
 def _report(run_dir: Path, models: list[ModelEvidence]) -> dict:
-    path = run_dir / REPORT_DIR / "report.json"
+    path = run_dir / REPORT / "report.json"
     if not path.is_file():
         raise InputError(
             f"{shown(path)}: no report; judge the run first: ./reproduce.sh --bundles {shown(run_dir)} --out {shown(path.parent)}"
@@ -108,15 +112,14 @@ def _report(run_dir: Path, models: list[ModelEvidence]) -> dict:
     return doc
 
 
-def summarise_run(run_dir: Path, published_root: Path) -> dict:
-    """One run folder's summary (see the module docstring)."""
+def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
+    """One run folder's summary (see the module docstring); `published` maps variants to their published folders."""
     manifest = read_manifest(run_dir / MANIFEST)
     if manifest["completed"] is not True:
         raise InputError(
             f"{shown(run_dir)}: the run has not completed (carry it on with ./reproduce.sh rerun --resume)"
         )
     seeds, variants = manifest["config"]["seeds"], manifest["config"]["variants"]
-    published = find_model_folders(published_root)
     models, out = [], {}
     for seed in seeds:
         folders = find_model_folders(run_dir, seed)
@@ -127,8 +130,7 @@ def summarise_run(run_dir: Path, published_root: Path) -> dict:
             models.append(model)
             entry = {"run": statistics(model)}
             if variant in published:
-                reference = load_model(published[variant], variant, 0)
-                published_stats = statistics(reference)
+                reference, published_stats = _published(published[variant], variant)
                 entry["published_seed0"] = {  # at the steps the run reached
                     name: {s: v for s, v in by_step.items() if s in entry["run"][name]}
                     for name, by_step in published_stats.items()
@@ -166,10 +168,10 @@ def run_summary(args: argparse.Namespace) -> int:
     if len(set(names)) < len(names):
         raise InputError(f"two run folders with the same name among {', '.join(map(shown, args.runs))}")
     doc = schema.read_json(args.out, _SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
-    published_root = fetch.fetch_bundles(mirror=fetch.mirror_dir())
-    runs = {name: summarise_run(run_dir, published_root) for name, run_dir in zip(names, args.runs)}
-    for run in runs.values():
-        if args.note:
+    published = find_model_folders(fetch.fetch_bundles())
+    runs = {name: summarise_run(run_dir, published) for name, run_dir in zip(names, args.runs)}
+    if args.note:
+        for run in runs.values():
             run["note"] = args.note
     doc["what"] = args.what or doc.get("what", "")
     doc["runs"] = {**doc["runs"], **runs}

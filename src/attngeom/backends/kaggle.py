@@ -40,7 +40,7 @@ from attngeom.bundles import VARIANTS
 from attngeom.errors import InputError
 from attngeom.options import list_of, positive, seed
 from attngeom.training.rerun import PRESET_NAMES
-from attngeom.training.runs import RUNS_DIR, new_run_dir, require_complete
+from attngeom.training.runs import REPORT, RUNS_DIR, new_run_dir, require_complete
 
 if TYPE_CHECKING:  # importing the client authenticates; only `kaggle_client.connect` does it, on demand
     from kaggle.api.kaggle_api_extended import KaggleApi
@@ -227,7 +227,7 @@ def judge(run: Path, state: dict) -> int:
         return 0
     from attngeom.verify import run_verify
 
-    return run_verify(run / "outputs", run / "report", variants=variants)  # the pulled manifests say what they are
+    return run_verify(run / "outputs", run / REPORT, variants=variants)  # the pulled manifests say what they are
 
 
 def finish(api: KaggleApi, run: Path, state: dict) -> int:

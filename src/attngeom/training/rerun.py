@@ -232,7 +232,9 @@ def train_and_judge(folder: runs.RunFolder, plan: Plan, corpus: data.Corpus, qui
     judged = tuple(v for v in PUBLISHED if v in plan.variants)
     status, verified = 0, {}
     if 0 in plan.seeds and judged:
-        status = run_verify(folder.path, out=folder.path / "report", variants=judged)  # the run's files say what it is
+        status = run_verify(
+            folder.path, out=folder.path / runs.REPORT, variants=judged
+        )  # the run's files say what it is
         verified = {"verify_exit": status}
     else:
         print(f"verification skipped: the claims are about seed 0 of {', '.join(PUBLISHED)}, not trained here")

@@ -31,6 +31,7 @@ from attngeom.errors import InputError
 from attngeom.files import atomic_file, git_commit, machine, sha256_file, versions, write_atomic, write_json_atomic
 
 MANIFEST = "manifest.json"
+REPORT = "report"  # the folder of the report verify writes of a run
 TRAIN_LOG = "train_log.jsonl"
 LOCK = ".lock"
 CHECKPOINTS = "checkpoints"
