@@ -37,9 +37,8 @@ def mean_norm_entropy(results: dict, model: str) -> float:
 
 def distinct_winners(results: dict, model: str, step: str) -> float:
     """Mean over heads of the distinct winners among 128 keys at a checkpoint ('first' or 'last')."""
-    occ = results["models"][model]["occupancy_by_step"]
-    key = list(occ)[0 if step == "first" else -1]
-    return occ[key] * results["models"][model]["setup"]["window"]
+    steps = list(results["models"][model]["occupancy_by_step"])
+    return distinct_winners_at(results, model, steps[0 if step == "first" else -1])
 
 
 def distinct_winners_at(results: dict, model: str, step: int) -> float:

@@ -16,21 +16,13 @@ from pathlib import Path
 from attngeom.bundles import ModelEvidence
 from attngeom.errors import InputError
 from attngeom.fetch import BUNDLE_BASE, PUBLISHED_BUNDLES, REGISTRY
+from attngeom.training.config import PRESETS
 from attngeom.training.runs import MANIFEST, read_manifest
 
-# The published runs' cfg, except the learning rate (per variant) and dropout: what makes a run the paper's.
-PAPER_CFG = {
-    "D": 192,
-    "LAYERS": 6,
-    "HEADS": 4,
-    "T": 128,
-    "FF": 768,
-    "BATCH": 64,
-    "STEPS": 12000,
-    "EVAL_EVERY": 500,
-    "VAL_BATCHES": 16,
-}
-PAPER_TELEMETRY = (0, 1200, 6000, 11999)
+# The paper preset's cfg, except the learning rate (per variant) and dropout: what makes a run the paper's
+# (tests check that it is the published runs' cfg).
+PAPER_CFG = {k: v for k, v in PRESETS["paper"].original_cfg().items() if k not in ("LR", "DROP")}
+PAPER_TELEMETRY = PRESETS["paper"].telemetry_steps()
 PUBLISHED_SHA256 = frozenset(
     sha for url, sha in REGISTRY.items() if any(url.startswith(BUNDLE_BASE + name + "/") for name in PUBLISHED_BUNDLES)
 )

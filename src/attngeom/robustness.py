@@ -62,7 +62,9 @@ def windows_path(folder: Path, variant: str, seed: int) -> Path:
 
 
 def write_windows_npz(path: Path, tokens_WT, maps: dict[int, np.ndarray], q_WLHTD, k_WLHTD) -> None:
-    """Write `windows_{variant}_s{seed}.npz` in the format `read_windows` reads."""
+    """Write `windows_{variant}_s{seed}.npz` in the format `read_windows` reads: `tokens_WT` (int32; window 0
+    is the bundle's fixed window), `steps` (int32), `attn_{step}` (float16, W x L x H x T x T) per
+    telemetry step, `q_WLHTD` and `k_WLHTD` (float16) at the end."""
     np.savez_compressed(
         path,
         tokens_WT=np.asarray(tokens_WT, dtype=np.int32),
@@ -191,16 +193,17 @@ def summary(values) -> dict:
     }
 
 
-def published_value(variant: str, function: str | None, args: dict) -> float | None:
-    """The value the posts quote for this statistic of this model, if a claim quotes one."""
-    for e in expected.load_claims():
+def published_value(claims: list[dict], variant: str, function: str | None, args: dict) -> float | None:
+    """The value the posts quote for this statistic of this model, if one of `claims` quotes one."""
+    for e in claims:
         if function is not None and e["function"] == function and e["args"] == {"model": variant, **args}:
             return e["value"]
     return None
 
 
-def model_robustness(variant: str, per_seed: dict[int, ModelEvidence]) -> dict:
-    """One model's theorem counts and statistic distributions over every window and seed."""
+def model_robustness(variant: str, per_seed: dict[int, ModelEvidence], claims: list[dict]) -> dict:
+    """One model's theorem counts and statistic distributions over every window and seed, beside the
+    values `claims` (expected/claims.json) quote."""
     values = {seed: window_statistics(ev) for seed, ev in per_seed.items()}
     ev0 = next(iter(per_seed.values()))
     L, H, T, _ = ev0.q_LHTD.shape[1:]
@@ -217,7 +220,7 @@ def model_robustness(variant: str, per_seed: dict[int, ModelEvidence]) -> dict:
                 "count": int(sum(v[key].sum() for v in values.values())),
                 "out_of": per_window[key] * sum(windows.values()),
                 "per_seed": {str(s): v[key].tolist() for s, v in values.items()},
-                "published": published_value(variant, key, {}),
+                "published": published_value(claims, variant, key, {}),
             }
             for key in COUNTS
         },
@@ -228,7 +231,7 @@ def model_robustness(variant: str, per_seed: dict[int, ModelEvidence]) -> dict:
             continue
         out["statistics"][key] = {
             "label": label,
-            "published": published_value(variant, function, args),
+            "published": published_value(claims, variant, function, args),
             "fixed_window_seed0": float(values[seed0][key][0]),
             "per_seed": {str(s): v[key].tolist() for s, v in values.items()},
             "over_windows": {str(s): summary(v[key]) for s, v in values.items()},
@@ -247,11 +250,11 @@ def measure(root: Path, models: dict[str, ModelEvidence]) -> tuple[dict, list[Pa
     )
     if not extra:
         return {}, []
-    section, files = {}, []
+    section, files, claims = {}, [], expected.load_claims()
     for variant, seeds in sources.items():
         per_seed = {
             s: evidence(f, variant, s, models[variant] if s == models[variant].seed else None) for s, f in seeds.items()
         }
-        section[variant] = model_robustness(variant, per_seed)
+        section[variant] = model_robustness(variant, per_seed, claims)
         files += [p for ev in per_seed.values() for p in ev.files.values()]
     return section, list(dict.fromkeys(files))

@@ -37,6 +37,7 @@ from attngeom.errors import InputError
 from attngeom.files import write_json_atomic
 from attngeom.options import list_of, step_count
 from attngeom.options import seed as seed_option
+from attngeom.robustness import windows_path, write_windows_npz
 from attngeom.training import data, runs
 from attngeom.training.config import PRESET_NAMES, TrainConfig, bits_per_char, preset
 from attngeom.variants import BUNDLES, PUBLISHED, TRAINABLE
@@ -123,23 +124,12 @@ def write_result(folder: Path, result) -> None:
     stem = f"{result.variant}_s{result.seed}"
     write_attn_npz(folder / f"attn_{stem}.npz", result.tokens_T, {s: result.maps[s] for s in sorted(result.maps)})
     write_geom_npz(folder / f"geom_{stem}.npz", result.tokens_T, result.q_LHTD, result.k_LHTD, result.attn_LHTT)
-    write_windows_npz(folder / f"windows_{stem}.npz", result)
-
-
-def write_windows_npz(path: Path, result) -> None:
-    """`windows_{variant}_s{seed}.npz`: the maps on W windows at every telemetry step, q and k at the end.
-
-    `tokens_WT` (int32; window 0 is the bundle's fixed window), `steps` (int32), `attn_{step}`
-    (float16, W x L x H x T x T) per telemetry step, `q_WLHTD` and `k_WLHTD` (float16).
-    """
-    steps = sorted(result.window_maps)
-    np.savez_compressed(
-        path,
-        tokens_WT=np.asarray(result.windows_WT, dtype=np.int32),
-        steps=np.array(steps, dtype=np.int32),
-        **{f"attn_{s}": np.asarray(result.window_maps[s], dtype=np.float16) for s in steps},
-        q_WLHTD=np.asarray(result.q_WLHTD, dtype=np.float16),
-        k_WLHTD=np.asarray(result.k_WLHTD, dtype=np.float16),
+    write_windows_npz(
+        windows_path(folder, result.variant, result.seed),
+        result.windows_WT,
+        {s: result.window_maps[s] for s in sorted(result.window_maps)},
+        result.q_WLHTD,
+        result.k_WLHTD,
     )
 
 
