@@ -133,15 +133,32 @@ def test_declared_sizes_are_bounded(tmp_path):
         schema.npz_members(tmp_path / "a.npz", max_bytes=1000)
 
 
-def test_attention_rows_sum_to_one_or_zero_without_keys():
+@pytest.mark.parametrize("kernel", [False, True, None])
+def test_attention_rows_sum_to_one_or_zero_without_keys(kernel):
     T = 6
     causal = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
-    schema.check_attention("a", "m", causal[None, None].astype(np.float16), strict=False)
+    schema.check_attention("a", "m", causal[None, None].astype(np.float16), strict=False, kernel=kernel)
     strict = np.tril(np.ones((T, T)), -1)
     strict[1:] /= np.arange(1, T)[:, None]
-    schema.check_attention("a", "m", strict[None, None].astype(np.float16), strict=True)
+    schema.check_attention("a", "m", strict[None, None].astype(np.float16), strict=True, kernel=kernel)
     with pytest.raises(InputError, match="row 0 of layer 0, head 0 sums to 1, expected 0"):
-        schema.check_attention("a", "m", causal[None, None].astype(np.float16), strict=True)
+        schema.check_attention("a", "m", causal[None, None].astype(np.float16), strict=True, kernel=kernel)
+    with pytest.raises(InputError, match="row 2 of layer 0, head 0 sums to 1.5"):
+        over = causal.copy()
+        over[2, 0] += 0.5
+        schema.check_attention("a", "m", over[None, None].astype(np.float16), strict=False, kernel=kernel)
+
+
+def test_a_kernel_row_of_tiny_mass_sums_below_one_and_only_softmax_refuses_it():
+    """kappa / (S + 1e-9) with S = 2.4e-8 on a one-key row sums to S / (S + 1e-9) = 0.96."""
+    T, S = 6, 2.4e-8
+    attn = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    attn[0, 0] = S / (S + 1e-9)
+    maps = attn[None, None].astype(np.float16)
+    schema.check_attention("a", "m", maps, strict=False, kernel=True)
+    schema.check_attention("a", "m", maps, strict=False, kernel=None)
+    with pytest.raises(InputError, match="row 0 of layer 0, head 0 sums to 0.96, expected 1"):
+        schema.check_attention("a", "m", maps, strict=False, kernel=False)
 
 
 def test_the_shipped_expected_files_meet_their_schemas():

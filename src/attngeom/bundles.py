@@ -17,7 +17,7 @@ import numpy as np
 from attngeom import schema
 from attngeom.errors import InputError
 from attngeom.variants import PUBLISHED as VARIANTS
-from attngeom.variants import find, strict_mask
+from attngeom.variants import find, kernel_law, strict_mask
 
 RUN_JSON = "yat_attention.json"
 MIN_WINDOW = 3  # a strict mask leaves T - 2 rows to score
@@ -92,7 +92,7 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
     schema.check_array(geom_path, "attn", geom["attn"], (L, H, T, T), "f16")
     schema.check_array(geom_path, "tokens", geom["tokens"], (T,), "int")
     schema.check_int_range(geom_path, "tokens", geom["tokens"], 0, 2**31 - 1)
-    schema.check_attention(geom_path, "attn", geom["attn"], strict_mask(variant))
+    schema.check_attention(geom_path, "attn", geom["attn"], strict_mask(variant), kernel_law(variant))
 
     attn = schema.load_npz(attn_path)
     schema.require_keys(attn_path, attn, ("tokens",))
@@ -101,7 +101,7 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
     for key, arr in attn.items():
         if (m := _STEP_KEY.match(key)) is not None:
             schema.check_array(attn_path, key, arr, (L, H, T, T), "f16")
-            schema.check_attention(attn_path, key, arr, strict_mask(variant))
+            schema.check_attention(attn_path, key, arr, strict_mask(variant), kernel_law(variant))
             maps[int(m.group(1))] = arr
     if len(maps) < 2:
         raise InputError(f"{attn_path}: expected attention maps under step<N> keys, found {len(maps)}")

@@ -24,6 +24,7 @@ import numpy as np
 from attngeom import expected, hull, schema, stats
 from attngeom.bundles import ModelEvidence, find_model_folders, load_model
 from attngeom.errors import InputError
+from attngeom.variants import kernel_law
 
 _GEOM = re.compile(r"^geom_(?P<variant>.+)_s(?P<seed>\d+)\.npz$")
 COUNTS = ("scale_moved_rows", "keys_inside_hull")
@@ -94,7 +95,7 @@ def read_windows(path: Path, model: ModelEvidence) -> ModelEvidence:
         schema.check_array(path, key, data[key], (W, L, H, T, D), "f16")
     for s in steps:
         schema.check_array(path, f"attn_{s}", data[f"attn_{s}"], (W, L, H, T, T), "f16")
-        schema.check_attention(path, f"attn_{s}", data[f"attn_{s}"], model.strict)
+        schema.check_attention(path, f"attn_{s}", data[f"attn_{s}"], model.strict, kernel_law(model.variant))
     if not np.array_equal(data["tokens_WT"][0], model.tokens_T):
         raise InputError(f"{path}: window 0 is not the bundle's fixed window (its tokens differ)")
     maps = {s: data[f"attn_{s}"] for s in steps}

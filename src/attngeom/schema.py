@@ -411,24 +411,33 @@ def check_int_range(path: Path, key: str, arr: np.ndarray, lo: int, hi: int) -> 
         raise InputError(f"{path}: '{key}' holds values outside [{lo}, {hi}]")
 
 
-def check_attention(path: Path, key: str, attn_LHTT: np.ndarray, strict: bool) -> None:
-    """Attention maps: non-negative rows that sum to 1, or 0 for a row without keys (row 0 of a strict mask).
+def check_attention(path: Path, key: str, attn_LHTT: np.ndarray, strict: bool, kernel: bool | None) -> None:
+    """Attention maps, judged by the law of the variant that wrote them.
 
-    The tolerance is float16's: each of the T weights may be off by half an ulp of the largest
-    value below 1 (2**-12), so a row may miss its sum by T * 2**-12.
+    - softmax (`kernel` False): a row is exp(s) / sum(exp(s)) over its keys, so it sums to 1;
+    - kernel (`kernel` True): a row is kappa / (sum(kappa) + 1e-9) with kappa >= 0, so it sums to
+      S / (S + 1e-9) for the row's kernel mass S: anything in [0, 1), near 0 when S is tiny;
+    - `kernel` None (a file that does not say its variant): the loosest rule any variant satisfies,
+      the kernel's;
+    - a row with no key (row 0 under the strict mask) is all zeros under every law.
+    Weights are never negative. The tolerance is float16's: each of the T weights may be off by half
+    an ulp of the largest value below 1 (2**-12), so a row may miss its sum by T * 2**-12.
     """
     T = attn_LHTT.shape[-1]
+    tol = T * 2.0**-12
     sums_LHT = attn_LHTT.astype(np.float64).sum(-1)
-    want_T = np.ones(T)
-    if strict:
-        want_T[0] = 0.0
-    off = np.abs(sums_LHT - want_T)
     if (attn_LHTT < 0).any():
         raise InputError(f"{path}: '{key}' holds negative attention weights")
-    if off.max(initial=0.0) > T * 2.0**-12:
+    lo_T = np.zeros(T) if kernel is not False else np.ones(T)
+    hi_T = np.ones(T)
+    if strict:
+        lo_T[0] = hi_T[0] = 0.0
+    off = np.maximum(lo_T - tol - sums_LHT, sums_LHT - hi_T - tol)
+    if off.max(initial=-1.0) > 0:
         *windows, layer, head, t = np.unravel_index(off.argmax(), off.shape)  # a windows file leads with W
         where = "".join(f"window {w}, " for w in windows)
+        want = f"{hi_T[t]:g}" if lo_T[t] == hi_T[t] else f"[{lo_T[t]:g}, {hi_T[t]:g}]"
         raise InputError(
             f"{path}: '{key}' row {t} of {where}layer {layer}, head {head} sums to "
-            f"{sums_LHT[(*windows, layer, head, t)]:.4g}, expected {want_T[t]:g} (attention weights)"
+            f"{sums_LHT[(*windows, layer, head, t)]:.4g}, expected {want} (attention weights)"
         )

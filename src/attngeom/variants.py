@@ -63,3 +63,9 @@ def strict_mask(name: str) -> bool:
     """Whether a variant's queries never see their own position (False for a name the table lacks)."""
     spec = find(name)
     return spec is not None and spec.strict_mask
+
+
+def kernel_law(name: str) -> bool | None:
+    """Whether a variant's rows follow the kernel's law (None for a name the table lacks: unknown)."""
+    spec = find(name)
+    return None if spec is None else spec.kernel
