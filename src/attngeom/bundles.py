@@ -83,6 +83,7 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
     schema.require_keys(geom_path, geom, ("tokens", "q", "k", "attn"))
     schema.check_array(geom_path, "q", geom["q"], (None, None, None, None), "f16")
     L, H, T, D = geom["q"].shape
+    # Every configuration has a layer, a head, a head dimension and a window of at least MIN_WINDOW.
     if min(L, H, D) < 1 or T < MIN_WINDOW:
         raise InputError(
             f"{geom_path}: 'q' has shape {(L, H, T, D)}: a model needs a layer, a head, "
@@ -91,7 +92,7 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
     schema.check_array(geom_path, "k", geom["k"], (L, H, T, D), "f16")
     schema.check_array(geom_path, "attn", geom["attn"], (L, H, T, T), "f16")
     schema.check_array(geom_path, "tokens", geom["tokens"], (T,), "int")
-    schema.check_int_range(geom_path, "tokens", geom["tokens"], 0, 2**31 - 1)
+    schema.check_int_range(geom_path, "tokens", geom["tokens"], 0, 2**31 - 1)  # indices into a vocabulary
     schema.check_attention(geom_path, "attn", geom["attn"], strict_mask(variant), kernel_law(variant))
 
     attn = schema.load_npz(attn_path)
@@ -103,14 +104,16 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
             schema.check_array(attn_path, key, arr, (L, H, T, T), "f16")
             schema.check_attention(attn_path, key, arr, strict_mask(variant), kernel_law(variant))
             maps[int(m.group(1))] = arr
-    if len(maps) < 2:
-        raise InputError(f"{attn_path}: expected attention maps under step<N> keys, found {len(maps)}")
+    if not maps:  # step 0 is taken before any update, so even a run stopped after its first step has one
+        raise InputError(f"{attn_path}: expected attention maps under step<N> keys, found none")
     if not np.array_equal(attn["tokens"], geom["tokens"]):
         raise InputError(f"{attn_path}: 'tokens' differ from those in {geom_path.name}")
 
     data = read_run_json(json_path)
     run = _find_run(json_path, data, variant, seed)
     spec = find(variant)
+    # A kernel variant's scalars are softplus(raw) per layer and head: finite, >= 0 (0 in float32 once
+    # raw < -104; the fixed yat has b = 0). The run JSON's schema has checked each number already.
     if (spec is not None and spec.kernel) or "b_learned" in run or "eps_learned" in run:
         for key in ("b_learned", "eps_learned"):
             try:
@@ -119,8 +122,8 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
                 raise InputError(f"{json_path}: '{key}' of {variant} is not numeric") from exc
             if arr.shape != (L, H):
                 raise InputError(f"{json_path}: '{key}' of {variant} has shape {arr.shape}, expected {(L, H)}")
-            if not np.isfinite(arr).all() or (arr <= 0).any():
-                raise InputError(f"{json_path}: '{key}' of {variant} holds non-finite or non-positive values")
+            if not np.isfinite(arr).all() or (arr < 0).any():
+                raise InputError(f"{json_path}: '{key}' of {variant} holds non-finite or negative values")
     return ModelEvidence(
         variant=variant,
         seed=seed,

@@ -73,6 +73,8 @@ def _one(values: dict[str, object], what: str):
 
 
 def _stop(models: dict[str, ModelEvidence], manifests: dict[Path, dict]) -> int | None:
+    """The step a run stopped after: one value for every model and manifest, and `--stop-after`'s range
+    (a step from 1 on; the rerun writes it to both places), else InputError."""
     stops = {f"{v} cfg STOPPED_AFTER": m.cfg.get("STOPPED_AFTER") for v, m in models.items()}
     stops |= {f"{p.parent.name}/{MANIFEST} stopped_after": d.get("stopped_after") for p, d in manifests.items()}
     stop = _one(stops, "stops")
@@ -82,6 +84,8 @@ def _stop(models: dict[str, ModelEvidence], manifests: dict[Path, dict]) -> int 
 
 
 def _check_reached(models: dict[str, ModelEvidence], stop: int) -> None:
+    """A run stopped after `stop` took its maps at exactly the paper's telemetry steps up to `stop`
+    (step 0 always: before any update), so any other set of maps is not what such a run writes."""
     want = [s for s in PAPER_TELEMETRY if s <= stop]
     for v, m in models.items():
         if sorted(m.maps) != want:
@@ -92,7 +96,13 @@ def _check_reached(models: dict[str, ModelEvidence], stop: int) -> None:
 
 
 def describe(models: dict[str, ModelEvidence], root: Path, hashes: dict[Path, str]) -> Evidence:
-    """What the bundles are, from their sha256, their cfg and any run manifest beside them."""
+    """What the bundles are, from their sha256, their cfg and any run manifest beside them.
+
+    Recognition reads identities, not measured values: the published files are those whose sha256 the
+    registry pins; the paper's configuration is equality of the integer cfg fields the rerun copies
+    from the paper preset (learning rate and dropout left out); so no round-off of a valid run can
+    move it from one kind to another.
+    """
     if hashes and set(hashes.values()) <= PUBLISHED_SHA256:
         return Evidence("published bundles", "published", "all", "every file has the sha256 of the author's bundles")
     manifests = find_manifests(root)

@@ -78,7 +78,14 @@ def write_windows_npz(path: Path, tokens_WT, maps: dict[int, np.ndarray], q_WLHT
 
 def read_windows(path: Path, model: ModelEvidence) -> ModelEvidence:
     """The model's evidence on every window of `path`, validated against its bundle: q, k, attn and
-    maps gain a leading window axis W (tokens become tokens_WT)."""
+    maps gain a leading window axis W (tokens become tokens_WT).
+
+    What a valid file always satisfies: the model's shapes (L, H, T, D from its bundle) on W >= 1
+    windows; telemetry steps strictly increasing, at least step 0 (taken before any update, so a run
+    stopped after its first step has it); finite float16 q and k and maps that follow the variant's
+    law (`schema.check_attention`); window 0 is the bundle's fixed window, so its tokens are the
+    bundle's.
+    """
     data = schema.load_npz(path)
     schema.require_keys(path, data, ("tokens_WT", "steps", "q_WLHTD", "k_WLHTD"))
     L, H, T, D = model.q_LHTD.shape
@@ -86,10 +93,8 @@ def read_windows(path: Path, model: ModelEvidence) -> ModelEvidence:
     W = data["tokens_WT"].shape[0]
     schema.check_array(path, "steps", data["steps"], (None,), "int")
     steps = [int(s) for s in data["steps"]]
-    if W < 1 or len(steps) < 2 or steps != sorted(set(steps)):
-        raise InputError(
-            f"{path}: expected at least one window and two increasing telemetry steps, got {W} and {steps}"
-        )
+    if W < 1 or not steps or steps != sorted(set(steps)):  # step 0 is always recorded, before any update
+        raise InputError(f"{path}: expected at least one window and increasing telemetry steps, got {W} and {steps}")
     schema.require_keys(path, data, tuple(f"attn_{s}" for s in steps))
     for key in ("q_WLHTD", "k_WLHTD"):
         schema.check_array(path, key, data[key], (W, L, H, T, D), "f16")

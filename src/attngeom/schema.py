@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attngeom import laws
 from attngeom.errors import InputError
 
 MAX_JSON_BYTES = 64 << 20
@@ -215,21 +216,24 @@ def check(doc: object, spec: Spec, where: str) -> None:
         raise InputError(f"{where}: {place or 'the document'}: {problem}")
 
 
-POSITIVE_GRID = Items(Items(Number(lo=5e-324), max_len=4096), max_len=4096)
+# b and eps are softplus(raw) = log(1 + e^raw) per layer and head: >= 0, and exactly 0 in float32 once
+# raw < -104 (e^raw below the smallest float32); the fixed-scalar yat has b = 0. Never negative, never inf.
+SOFTPLUS_GRID = Items(Items(Number(lo=0), max_len=4096), max_len=4096)
+# A validation loss is a mean cross-entropy -log p, so it is >= 0 and, when finite, has no upper bound:
+# an extreme but NaN-free loss is a valid measurement (training stops only on a non-finite one).
+LOSS = Number(lo=0)
 RUN_JSON = Record(
     {
         "runs": Items(
             Record(
                 {
                     "variant": Text(100),
-                    "seed": Number(0, 2**31 - 1, integer=True),
-                    "best_val": Number(0, 1e3),
-                    "b_learned": POSITIVE_GRID,
-                    "eps_learned": POSITIVE_GRID,
+                    "seed": Number(0, 2**31 - 1, integer=True),  # options.seed: what nnx.Rngs and numpy accept
+                    "best_val": LOSS,
+                    "b_learned": SOFTPLUS_GRID,
+                    "eps_learned": SOFTPLUS_GRID,
                     "curve": Items(
-                        Record(
-                            {"step": Number(0, 10**9, integer=True), "val": Number(0, 1e3)}, required=("step", "val")
-                        ),
+                        Record({"step": Number(0, 10**9, integer=True), "val": LOSS}, required=("step", "val")),
                         max_len=100_000,
                     ),
                 },
@@ -393,7 +397,13 @@ def require_keys(path: Path, data: dict, keys: tuple[str, ...]) -> None:
 
 
 def check_array(path: Path, key: str, arr: np.ndarray, shape: tuple, kind: str) -> None:
-    """`arr` has `shape` (None: any length), and is finite float16 (`f16`) or integers (`int`)."""
+    """`arr` has `shape` (None: any length), and is finite float16 (`f16`) or integers (`int`).
+
+    Finite, because every float the bundles hold is finite in a valid run: attention weights lie in
+    [0, 1], and q, k are the float32 activations of a model whose training loss was finite, rounded to
+    float16 (|x| <= 65504; a larger value becomes inf, which this format cannot hold and no statistic
+    can use, so such a file is refused, saying why).
+    """
     if arr.ndim != len(shape) or any(want is not None and got != want for got, want in zip(arr.shape, shape)):
         want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
         raise InputError(f"{path}: '{key}' has shape {arr.shape}, expected {want}")
@@ -402,7 +412,7 @@ def check_array(path: Path, key: str, arr: np.ndarray, shape: tuple, kind: str) 
     if kind == "int" and arr.dtype.kind not in "iu":
         raise InputError(f"{path}: '{key}' has dtype {arr.dtype}, expected integers")
     if kind == "f16" and not np.isfinite(arr).all():
-        raise InputError(f"{path}: '{key}' holds NaN or inf")
+        raise InputError(f"{path}: '{key}' holds NaN or inf (float16 holds finite values up to 65504)")
 
 
 def check_int_range(path: Path, key: str, arr: np.ndarray, lo: int, hi: int) -> None:
@@ -412,26 +422,34 @@ def check_int_range(path: Path, key: str, arr: np.ndarray, lo: int, hi: int) -> 
 
 
 def check_attention(path: Path, key: str, attn_LHTT: np.ndarray, strict: bool, kernel: bool | None) -> None:
-    """Attention maps, judged by the law of the variant that wrote them.
+    """Attention maps (..., T, T), judged by the law of the variant that wrote them.
 
     - softmax (`kernel` False): a row is exp(s) / sum(exp(s)) over its keys, so it sums to 1;
-    - kernel (`kernel` True): a row is kappa / (sum(kappa) + 1e-9) with kappa >= 0, so it sums to
-      S / (S + 1e-9) for the row's kernel mass S: anything in [0, 1), near 0 when S is tiny;
+    - kernel (`kernel` True): a row is kappa / (sum(kappa) + 1e-9) with kappa = (q.k + b)^2 / (d + eps)
+      >= 0, so it sums to S / (S + 1e-9) for the row's kernel mass S: anything in [0, 1), near 0 when
+      S is tiny (q.k close to -b on every key of the row);
     - `kernel` None (a file that does not say its variant): the loosest rule any variant satisfies,
       the kernel's;
-    - a row with no key (row 0 under the strict mask) is all zeros under every law.
+    - a key the row cannot see (j > i; j >= i under the strict mask) has weight exactly 0 under every
+      law (exp(-inf) = 0 for softmax, the kernel's masked kappa is set to 0), so a row with no key
+      (row 0 under the strict mask) is all zeros; a file of unknown variant is held to the causal
+      mask j <= i, which the strict one satisfies too (`strict` is then False).
     Weights are never negative. The tolerance is float16's: each of the T weights may be off by half
-    an ulp of the largest value below 1 (2**-12), so a row may miss its sum by T * 2**-12.
+    an ulp of the largest value below 1 (2**-12), so a row may miss its sum by T * 2**-12; the float32
+    normalisation adds a few 2**-24 at most. A masked zero stays exactly 0 in float16.
     """
     T = attn_LHTT.shape[-1]
     tol = T * 2.0**-12
-    sums_LHT = attn_LHTT.astype(np.float64).sum(-1)
     if (attn_LHTT < 0).any():
         raise InputError(f"{path}: '{key}' holds negative attention weights")
+    hidden_TT = ~laws.available_TT(T, strict)
+    if (attn_LHTT[..., hidden_TT] != 0).any():
+        raise InputError(f"{path}: '{key}' gives weight to keys a row cannot see (the {_mask(strict)} mask)")
+    sums_LHT = attn_LHTT.astype(np.float64).sum(-1)
     lo_T = np.zeros(T) if kernel is not False else np.ones(T)
-    hi_T = np.ones(T)
     if strict:
-        lo_T[0] = hi_T[0] = 0.0
+        lo_T[0] = 0.0  # row 0 has no key: its weights were all checked to be 0 above
+    hi_T = np.ones(T)
     off = np.maximum(lo_T - tol - sums_LHT, sums_LHT - hi_T - tol)
     if off.max(initial=-1.0) > 0:
         *windows, layer, head, t = np.unravel_index(off.argmax(), off.shape)  # a windows file leads with W
@@ -441,3 +459,7 @@ def check_attention(path: Path, key: str, attn_LHTT: np.ndarray, strict: bool, k
             f"{path}: '{key}' row {t} of {where}layer {layer}, head {head} sums to "
             f"{sums_LHT[(*windows, layer, head, t)]:.4g}, expected {want} (attention weights)"
         )
+
+
+def _mask(strict: bool) -> str:
+    return "strict j < i" if strict else "causal j <= i"

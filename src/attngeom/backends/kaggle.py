@@ -170,7 +170,12 @@ def report_failures(api: KaggleApi, run: Path, state: dict) -> None:
 
 
 def check_output(folder: Path, state: dict, kernel: dict) -> None:
-    """The pulled folder is complete, unchanged since its manifest, and made by this run's kernel."""
+    """The pulled folder is complete, unchanged since its manifest, and made by this run's kernel.
+
+    Identities only (sha256 of every file the kernel listed, the run id, bundle and seed it stamped):
+    nothing here reads a measured value, so round-off on Kaggle's GPU cannot refuse a valid output;
+    the bundles themselves are then read by the same rules as any other (`bundles.load_model`).
+    """
     stamp = require_complete(folder).get("kaggle")
     if not state.get("run_id"):  # a run started before kernels stamped their manifests
         return

@@ -103,7 +103,11 @@ def write_checkpoint(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
 
 def read_checkpoint(path: Path, steps: int) -> dict[str, np.ndarray]:
-    """Every array of a checkpoint, each read in full (a damaged byte fails its CRC), `done` and `losses` checked."""
+    """Every array of a checkpoint, each read in full (a damaged byte fails its CRC), `done` and `losses` checked.
+
+    A checkpoint is saved after an evaluation or at a stop, so `done` is a step count from 1 to
+    `steps`, and training stops on the first non-finite loss, so its `done` losses are finite.
+    """
     unusable = f"{path}: unusable checkpoint"
     try:
         with np.load(path, allow_pickle=False) as z:
