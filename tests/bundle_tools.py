@@ -95,3 +95,45 @@ def add_seed(folder: Path, variant: str, seed: int, best_val: float) -> None:
     record = next(r for r in data["runs"] if r["variant"] == variant and r["seed"] == 0)
     data["runs"].append({**record, "seed": seed, "best_val": best_val})
     path.write_text(json.dumps(data))
+
+
+def write_bundle(
+    folder: Path, variant: str, seed: int, maps: dict[int, np.ndarray], q_LHTD, k_LHTD, cfg: dict, **record
+) -> np.ndarray:
+    """One model's bundle files in the original format, from arrays: `attn_` with `maps`, `geom_` with q, k
+    and the last map, and its run record (variant, seed, `record`: best_val, curve, b_learned...) added to
+    the folder's `yat_attention.json` (created with `cfg`). The tokens, drawn from the seed, are returned."""
+    from attngeom import bundles
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tokens_T = np.random.default_rng(seed).integers(0, 65, q_LHTD.shape[-2])
+    stem = f"{variant}_s{seed}"
+    bundles.write_attn_npz(folder / f"attn_{stem}.npz", tokens_T, maps)
+    bundles.write_geom_npz(folder / f"geom_{stem}.npz", tokens_T, q_LHTD, k_LHTD, maps[max(maps)])
+    path = folder / bundles.RUN_JSON
+    data = json.loads(path.read_text()) if path.exists() else {"runs": [], "cfg": cfg}
+    data["runs"].append({"variant": variant, "seed": seed, "best_val": 1.0, **record})
+    path.write_text(json.dumps(data))
+    return tokens_T
+
+
+def write_manifest(root: Path, preset: str, variants: tuple[str, ...], **fields) -> None:
+    """A finished run's `manifest.json` in `root`, as a rerun leaves it: its configuration, `completed`
+    and the sha256 of every file under `root` (`fields` adds stopped_after, windows...)."""
+    from attngeom.training.config import PRESETS
+    from attngeom.training.runs import MANIFEST, file_hashes
+
+    cfg = PRESETS[preset]
+    manifest = {
+        "completed": True,
+        "config": {
+            "preset": preset,
+            "variants": list(variants),
+            "seeds": [0],
+            "train": {"steps": cfg.steps, "stop_after": fields.get("stopped_after")},
+        },
+        "files": file_hashes(root),
+        "wall_s": 1.0,
+        **fields,
+    }
+    (root / MANIFEST).write_text(json.dumps(manifest))
