@@ -86,3 +86,15 @@ def test_an_explicit_tier_that_disagrees_is_a_warning(published_root):
     assert tier == "rerun" and len(hashes) == 8
     assert len(warnings) == 1 and warnings[0].startswith("--tier rerun overrides the published tier")
     assert verify.judge_evidence(published_root, models, "published")[2] == []
+
+
+def test_a_run_stopped_before_its_second_telemetry_step_is_judged_on_step_0(published_root, tmp_path):
+    """`--stop-after 2` leaves only the step-0 maps (taken before any update): a valid run, judged on what it
+    reached (exit 0 or 1), not refused for holding one map."""
+    root = copy_published(published_root, tmp_path / "b")
+    stop_after(root, 2)
+    ev = _describe(root)
+    assert (ev.kind, ev.scope, ev.stopped_after) == ("truncated paper run", "truncated", 2)
+    assert verify.run_verify(root, tmp_path / "out") in (0, 1)
+    rows = {c["id"]: c["verdict"] for c in json.loads((tmp_path / "out" / "report.json").read_text())["claims"]}
+    assert rows["occupancy.yat_b.step0"] == "PASS" and rows["entropy.yat_b"] == "SKIP"
