@@ -165,9 +165,12 @@ def read_all(folder: Path, name: str) -> bundles.ModelEvidence:
     return windowed
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@FAST
-@given(data=st.data())
+def for_each_variant(test):
+    """A property test per variant, drawing its outputs (and more) from `data`."""
+    return pytest.mark.parametrize("variant", VARIANTS)(FAST(given(data=st.data())(test)))
+
+
+@for_each_variant
 def test_every_reader_accepts_a_valid_output_of_each_variant(variant, data):
     out = data.draw(outputs(variant))
     strict, kernel = strict_mask(variant), kernel_law(variant)
@@ -218,9 +221,7 @@ def corrupt(out: Output, how: str) -> np.ndarray:
     return a
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
-@FAST
-@given(data=st.data())
+@for_each_variant
 def test_corrupt_copies_of_a_valid_output_are_refused(variant, data):
     out = data.draw(outputs(variant))
     how = data.draw(st.sampled_from(sorted(CORRUPTIONS)))
