@@ -229,7 +229,7 @@ RUN_JSON = Record(
                 {
                     "variant": Text(100),
                     "seed": Number(0, 2**31 - 1, integer=True),  # options.seed: what nnx.Rngs and numpy accept
-                    "best_val": LOSS,
+                    "best_val": Maybe(LOSS),  # null: stopped before its first evaluation
                     "b_learned": SOFTPLUS_GRID,
                     "eps_learned": SOFTPLUS_GRID,
                     "curve": Items(
