@@ -33,6 +33,7 @@ from attngeom.errors import InputError
 from attngeom.training import runs
 from attngeom.training.config import PRESETS, ModelConfig
 from attngeom.training.model import Attention
+from attngeom.training.rerun import MAX_WINDOWS
 from attngeom.variants import TRAINABLE, find, kernel_law, strict_mask
 from attngeom.verify import run_verify
 
@@ -320,6 +321,26 @@ def test_a_checkpoint_with_finite_losses_is_read_however_extreme(steps, data, ba
         else:
             with pytest.raises(InputError, match="unusable checkpoint"):
                 runs.read_checkpoint(path, steps)
+
+
+@FAST
+@given(
+    seeds=st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=1500, unique=True),
+    windows=st.integers(1, MAX_WINDOWS),
+    error=st.one_of(st.none(), st.text(max_size=50), st.integers(10_001, 200_000).map(lambda n: "x" * n)),
+    preflight=st.sampled_from([None, "PASS", "FAIL", "ERROR"]),
+)
+def test_a_manifest_is_read_whatever_seeds_windows_and_error_the_run_had(seeds, windows, error, preflight):
+    """What `rerun` writes: any number of seeds, 1 to MAX_WINDOWS windows, an exception's message of any
+    length (a failed run must stay resumable), the preflight's verdict."""
+    fields = {"windows": windows, "preflight": preflight and {"verdict": preflight, "steps": 3}}
+    fields |= {"error": error, "completed": False} if error is not None else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        write_manifest(Path(tmp), "smoke", TRAINABLE, **fields)
+        manifest = json.loads((Path(tmp) / runs.MANIFEST).read_text())
+        manifest["config"]["seeds"] = seeds
+        (Path(tmp) / runs.MANIFEST).write_text(json.dumps(manifest))
+        assert runs.read_manifest(Path(tmp) / runs.MANIFEST)["config"]["seeds"] == seeds
 
 
 PAPER_TELEMETRY = PRESETS["paper"].telemetry_steps()

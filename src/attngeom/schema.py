@@ -308,15 +308,15 @@ MANIFEST_JSON = Record(
             {
                 "preset": Text(100),
                 "variants": Items(Text(100), max_len=100),
-                "seeds": Items(Number(0, 2**31 - 1, integer=True), max_len=1000),
+                "seeds": Items(Number(0, 2**31 - 1, integer=True)),  # `--seeds`: any number of options.seed
                 "train": Record({"steps": _STEP, "stop_after": Maybe(_STEP)}),
             }
         ),
         "files": Record(other=Text(64), max_len=100_000),
         "stopped_after": Maybe(_STEP),
-        "windows": Maybe(Number(1, 4096, integer=True)),
+        "windows": Maybe(Number(1, 4096, integer=True)),  # `--windows`: 1 to rerun.MAX_WINDOWS (256)
         "preflight": Maybe(Record({"verdict": Text(16), "steps": Maybe(_STEP)})),
-        "error": Text(),
+        "error": Text(MAX_JSON_BYTES),  # an exception's message: any length (an XLA error can dump pages)
         "wall_s": Maybe(Number(0)),
     },
     required=("completed", "config"),
