@@ -177,13 +177,13 @@ def test_every_reader_accepts_a_valid_output_of_each_variant(variant, data):
     strict, kernel = strict_mask(variant), kernel_law(variant)
     schema.check_attention("m", "attn", out.attn, strict, kernel)
     schema.check_attention("m", "attn", out.attn, False, None)  # a file that does not say its variant
-    with tempfile.TemporaryDirectory() as tmp:
-        write_model(Path(tmp), out)
-        windowed = read_all(Path(tmp), variant)
+    with tempfile.TemporaryDirectory() as tmp:  # nested: evidence looks for a manifest two folders up
+        write_model(Path(tmp) / "run" / "bundle", out)
+        windowed = read_all(Path(tmp) / "run" / "bundle", variant)
         assert windowed.q_LHTD.shape == (2, 1, H, T, D)
     with tempfile.TemporaryDirectory() as tmp:  # the same files under a name the variants table lacks
-        write_model(Path(tmp), out, name="unlisted")
-        read_all(Path(tmp), "unlisted")
+        write_model(Path(tmp) / "run" / "bundle", out, name="unlisted")
+        read_all(Path(tmp) / "run" / "bundle", "unlisted")
 
 
 # how -> (the array of one layer it damages, the refusal it must get)
@@ -429,3 +429,13 @@ def test_a_kernel_row_of_mass_1e_8_is_accepted_and_judged(shape, tmp_path):
         )
         assert cli.returncode in (0, 1), cli.stderr
         assert "evidence: paper rerun" in cli.stdout and "error:" not in cli.stderr
+
+
+def test_the_largest_windows_file_a_rerun_writes_fits_the_npz_bound():
+    """`--windows MAX_WINDOWS` on the paper preset: float16 maps (W, L, H, T, T) at each telemetry step,
+    float16 q and k (W, L, H, T, D), int32 tokens and steps, all under the reader's declared-size bound."""
+    cfg = PRESETS["paper"]
+    m, W = cfg.model, MAX_WINDOWS
+    maps = len(cfg.telemetry_steps()) * W * m.layers * m.heads * m.seq_len * m.seq_len * 2
+    qk = 2 * W * m.layers * m.heads * m.seq_len * m.head_dim * 2
+    assert maps + qk + W * m.seq_len * 4 + len(cfg.telemetry_steps()) * 4 < schema.MAX_NPZ_BYTES
