@@ -7,7 +7,8 @@ float16 as the rerun writes them. The draws reach the edges the mathematics allo
 near 0 (q.k = -b on a row's only key), tiny eps, ties, identical keys, rows with one key, values
 that float16 rounds or flushes to zero, huge and tiny norms. The outputs are written into real
 files in the original format (`bundle_tools`) and read by the bundle reader, the windows reader,
-the run JSON's schema, the manifest's and the checkpoint's readers, and evidence's recognition.
+the run JSON's schema and evidence's recognition (the losses, checkpoints and manifests around them
+in `test_acceptance_records`).
 """
 
 from __future__ import annotations
@@ -30,10 +31,8 @@ from hypothesis import strategies as st
 
 from attngeom import bundles, evidence, laws, robustness, schema
 from attngeom.errors import InputError
-from attngeom.training import runs
 from attngeom.training.config import PRESETS, ModelConfig
 from attngeom.training.model import Attention
-from attngeom.training.rerun import MAX_WINDOWS
 from attngeom.variants import TRAINABLE, find, kernel_law, strict_mask
 from attngeom.verify import run_verify
 
@@ -267,82 +266,6 @@ def test_a_softmax_row_summing_to_0_9_is_refused_and_the_same_kernel_row_accepte
                 bundles.load_model(Path(tmp), variant, 0)
 
 
-# A validation loss is a mean -log p: >= 0 and finite, with no upper bound (float32 logits reach 3.4e38).
-LOSSES = st.one_of(st.sampled_from([0.0, 1e-30, 4.17, 3.4e38]), st.floats(0, 3.4e38))
-SOFTPLUS = st.one_of(st.sampled_from([0.0, 1e-45, 3e-3, 88.0]), st.floats(0, 1e30))  # b, eps: softplus >= 0
-
-
-@FAST
-@given(
-    curve=st.lists(LOSSES, max_size=4),
-    scalars=st.lists(SOFTPLUS, min_size=2 * H, max_size=2 * H),
-    bad=st.sampled_from(["", "negative b", "NaN eps", "inf loss", "negative loss", "a string"]),
-)
-def test_the_run_json_accepts_every_finite_loss_and_softplus_scalar(curve, scalars, bad):
-    record = {
-        "variant": "yat_b",
-        "seed": 0,
-        "best_val": min(curve, default=None),  # null: a run stopped before its first evaluation
-        "curve": [{"step": 500 * (i + 1), "val": v} for i, v in enumerate(curve)],
-        "b_learned": [scalars[:H]],
-        "eps_learned": [scalars[H:]],
-    }
-    damage = {
-        "negative b": {"b_learned": [[-1e-30] * H]},
-        "NaN eps": {"eps_learned": [[float("nan")] * H]},
-        "inf loss": {"best_val": float("inf")},
-        "negative loss": {"curve": [{"step": 500, "val": -1e-9}]},
-        "a string": {"best_val": "1.5"},
-    }.get(bad, {})
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / bundles.RUN_JSON
-        path.write_text(json.dumps({"runs": [{**record, **damage}], "cfg": PRESETS["smoke"].original_cfg()}))
-        if not bad:
-            assert bundles.read_run_json(path)["runs"][0]["b_learned"] == [scalars[:H]]
-        else:
-            with pytest.raises(InputError, match=r"best_val|b_learned|eps_learned|curve"):
-                bundles.read_run_json(path)
-
-
-@FAST
-@given(steps=st.integers(1, 50), data=st.data(), bad=st.sampled_from(["", "no steps done", "too many", "a NaN loss"]))
-def test_a_checkpoint_with_finite_losses_is_read_however_extreme(steps, data, bad):
-    """Saved after an evaluation or at a stop: 1 <= done <= steps, and training stopped on any non-finite loss."""
-    done = data.draw(st.integers(1, steps))
-    losses = np.array(data.draw(st.lists(LOSSES, min_size=done, max_size=done)), np.float32)
-    done = {"no steps done": 0, "too many": steps + 1}.get(bad, done)
-    if bad == "a NaN loss":
-        losses[-1] = np.nan
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "c.npz"
-        runs.write_checkpoint(path, {"done": np.array(done), "losses": losses[:done]})
-        if not bad:
-            assert runs.checkpoint_step(path, steps) == done
-        else:
-            with pytest.raises(InputError, match="unusable checkpoint"):
-                runs.read_checkpoint(path, steps)
-
-
-@FAST
-@given(
-    seeds=st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=1500, unique=True),
-    windows=st.integers(1, MAX_WINDOWS),
-    error=st.one_of(st.none(), st.text(max_size=50), st.integers(10_001, 200_000).map(lambda n: "x" * n)),
-    preflight=st.sampled_from([None, "PASS", "FAIL", "ERROR"]),
-)
-def test_a_manifest_is_read_whatever_seeds_windows_and_error_the_run_had(seeds, windows, error, preflight):
-    """What `rerun` writes: any number of seeds, 1 to MAX_WINDOWS windows, an exception's message of any
-    length (a failed run must stay resumable), the preflight's verdict."""
-    fields = {"windows": windows, "preflight": preflight and {"verdict": preflight, "steps": 3}}
-    fields |= {"error": error, "completed": False} if error is not None else {}
-    with tempfile.TemporaryDirectory() as tmp:
-        write_manifest(Path(tmp), "smoke", TRAINABLE, **fields)
-        manifest = json.loads((Path(tmp) / runs.MANIFEST).read_text())
-        manifest["config"]["seeds"] = seeds
-        (Path(tmp) / runs.MANIFEST).write_text(json.dumps(manifest))
-        assert runs.read_manifest(Path(tmp) / runs.MANIFEST)["config"]["seeds"] == seeds
-
-
 PAPER_TELEMETRY = PRESETS["paper"].telemetry_steps()
 
 
@@ -429,13 +352,3 @@ def test_a_kernel_row_of_mass_1e_8_is_accepted_and_judged(shape, tmp_path):
         )
         assert cli.returncode in (0, 1), cli.stderr
         assert "evidence: paper rerun" in cli.stdout and "error:" not in cli.stderr
-
-
-def test_the_largest_windows_file_a_rerun_writes_fits_the_npz_bound():
-    """`--windows MAX_WINDOWS` on the paper preset: float16 maps (W, L, H, T, T) at each telemetry step,
-    float16 q and k (W, L, H, T, D), int32 tokens and steps, all under the reader's declared-size bound."""
-    cfg = PRESETS["paper"]
-    m, W = cfg.model, MAX_WINDOWS
-    maps = len(cfg.telemetry_steps()) * W * m.layers * m.heads * m.seq_len * m.seq_len * 2
-    qk = 2 * W * m.layers * m.heads * m.seq_len * m.head_dim * 2
-    assert maps + qk + W * m.seq_len * 4 + len(cfg.telemetry_steps()) * 4 < schema.MAX_NPZ_BYTES
