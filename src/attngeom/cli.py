@@ -210,6 +210,15 @@ def ended(work: Callable[[], int]) -> int:
         if INTERRUPT.seen.is_set():  # a library turned the KeyboardInterrupt into its own error
             INTERRUPT.announce()
             return INTERRUPT.status
+        from attngeom.files import FULL_DISK, shown  # numpy comes with it: not loaded before the signals are
+
+        if isinstance(exc, OSError) and exc.errno in FULL_DISK:  # unusable output, wherever it was written
+            where = shown(Path(exc.filename).parent) if exc.filename else "an output folder"
+            print(
+                f"error: {where}: no space left on the device ({exc.strerror}); free some or write elsewhere",
+                file=sys.stderr,
+            )
+            return EXIT_INPUT
         try:
             where = f"traceback in {write_traceback(exc)}"
         except OSError:

@@ -215,6 +215,7 @@ def check(doc: object, spec: Spec, where: str) -> None:
         raise InputError(f"{where}: {place or 'the document'}: {problem}")
 
 
+MAX_STEP = 10**9  # the largest training step any file may name
 POSITIVE_GRID = Items(Items(Number(lo=5e-324), max_len=4096), max_len=4096)
 RUN_JSON = Record(
     {
@@ -228,7 +229,7 @@ RUN_JSON = Record(
                     "eps_learned": POSITIVE_GRID,
                     "curve": Items(
                         Record(
-                            {"step": Number(0, 10**9, integer=True), "val": Number(0, 1e3)}, required=("step", "val")
+                            {"step": Number(0, MAX_STEP, integer=True), "val": Number(0, 1e3)}, required=("step", "val")
                         ),
                         max_len=100_000,
                     ),
@@ -296,7 +297,7 @@ RERUN_JSON = Record(
 """expected/rerun.json: the band each claim is judged with on a rerun."""
 
 
-_STEP = Number(0, 10**9, integer=True)
+_STEP = Number(0, MAX_STEP, integer=True)
 MANIFEST_JSON = Record(
     {
         "completed": Flag(),
