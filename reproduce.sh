@@ -91,8 +91,9 @@ ensure_venv() {
     die "$venv: cannot build the environment there (not writable); set ATTNGEOM_VENV to a writable folder"
   log="$(mktemp -t attngeom-venv.XXXXXX.log 2>/dev/null)" || die "cannot create a log file in ${TMPDIR:-/tmp}"
   say "reproduce.sh: building the environment in $venv from $(basename "$lock") (first run only; log: $log)"
-  if ! { { [ -x "$venv/bin/python" ] || "$py" -I -m venv "$venv"; } && "$venv/bin/python" -I -m pip install \
-          --disable-pip-version-check --require-hashes -r "$lock"; } >"$log" 2>&1; then
+  # a subshell: a trap (Ctrl-C) runs here, after it, and its line reaches the terminal, not the log
+  if ! ( { [ -x "$venv/bin/python" ] || "$py" -I -m venv "$venv"; } && "$venv/bin/python" -I -m pip install \
+          --disable-pip-version-check --require-hashes -r "$lock" ) >"$log" 2>&1; then
     die "could not install the locked dependencies; see $log"
   fi
   { echo "$want" >"$venv/$DONE" && rm -f "$venv/$BUILDING"; } 2>/dev/null || die "$venv: cannot mark the environment complete"

@@ -39,8 +39,8 @@ from attngeom.options import list_of, step_count
 from attngeom.options import seed as seed_option
 from attngeom.robustness import windows_path, write_windows_npz
 from attngeom.training import data, runs
-from attngeom.training.device_probe import check_device
 from attngeom.training.config import PRESET_NAMES, TrainConfig, bits_per_char, preset
+from attngeom.training.device_probe import check_device
 from attngeom.variants import BUNDLES, PUBLISHED, TRAINABLE
 from attngeom.verify import run_verify
 
