@@ -1,7 +1,7 @@
 """The command line: `python -m attngeom [verify|rerun|fidelity|kaggle|docker|figures|summary] ...`.
 
 Each subcommand lives in its own module, which exposes `register(subparsers)`; the parser it
-adds sets `func`, called with the parsed arguments and returning the exit status. `main` is the
+adds sets `func`, called with the parsed arguments and returning the exit status. `ended` is the
 one place where every way a command can end becomes its exit status (see attngeom.errors):
 unusable input is one `error:` line and 2, any other exception is one line naming it and the log
 file that holds its traceback, and 3, and Ctrl-C, SIGTERM or SIGHUP is one line and 128 + the
