@@ -4,9 +4,11 @@ odd `--out` targets, odd files in bundle folders and caches, and a run's environ
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import mounts
@@ -267,3 +269,26 @@ def test_a_terminating_signal_is_one_line_and_its_status(sig, status, published_
     )
     assert_consistent_set(out)
     assert not stray_temporaries(tmp_path)
+
+
+def test_the_kaggle_kernel_starts_its_pythons_without_the_working_folder(monkeypatch, tmp_path):
+    from attngeom.backends import kernel_main
+
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)  # restored afterwards, as main sets it
+    monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(kernel_main.tempfile, "mkdtemp", lambda prefix: str(tmp_path / "scratch"))
+    monkeypatch.setattr(kernel_main, "unpack", lambda source, sha, repo: None)
+    monkeypatch.setattr(kernel_main, "interpreter", lambda scratch, repo: sys.executable)
+    started = []
+
+    def training(cmd, **kwargs):  # the rerun, as the kernel starts it: here it fails at once
+        started.append(kwargs["env"])
+        return subprocess.CompletedProcess(cmd, 2)
+
+    monkeypatch.setattr(kernel_main.subprocess, "run", training)
+    settings = {"PRESET": "smoke", "OUTPUT_DIR": "out", "VARIANTS": "softmax", "SEED": "0", "BUNDLE": "b"}
+    with pytest.raises(SystemExit, match="failed"):
+        kernel_main.main({**settings, "SOURCE_SHA256": "0" * 64, "RUN_ID": "r"}, "")
+    assert [env.get("PYTHONSAFEPATH") for env in started] == ["1"]
+    assert os.environ["PYTHONSAFEPATH"] == "1"  # and so every Python those start
