@@ -69,7 +69,7 @@ pick_python() {  # sets py: Python 3.11 to 3.13 runs everything; 3.10 the verifi
 ensure_venv() {
   # The environment is complete when $DONE holds the lock's sha256; $DONE is removed before any
   # change and written last, so a build that stopped half-way (Ctrl-C, a full disk) is never
-  # trusted: it is built again from scratch. A folder without either marker is not ours to touch.
+  # trusted: it is built again from scratch.
   local want have="" log
   [ -f "$lock" ] || die "$lock: no such lock file${ATTNGEOM_LOCK:+ (ATTNGEOM_LOCK)}"
   want="$(sha256sum <"$lock" 2>/dev/null | cut -d' ' -f1)" && [ -n "$want" ] || die "$lock: cannot read the lock file"
@@ -80,10 +80,13 @@ ensure_venv() {
   [ "$want" = "$have" ] && [ -x "$venv/bin/python" ] && return 0
   pick_python
   if [ -d "$venv" ] && [ -z "$have" ]; then
-    if [ -e "$venv/$BUILDING" ] || [ -z "$(ls -A "$venv" 2>/dev/null)" ]; then
+    # A build of ours that stopped, or the checkout's own .venv left without pip (earlier versions
+    # marked nothing), is built again; a .venv that works is installed into; anything else is left alone.
+    if [ -e "$venv/$BUILDING" ] || [ -z "$(ls -A "$venv" 2>/dev/null)" ] ||
+       { [ -z "${ATTNGEOM_VENV:-}" ] && ! "$venv/bin/python" -I -m pip --version >/dev/null 2>&1; }; then
       say "reproduce.sh: $venv is an unfinished build; building it again"
       rm -rf "$venv" 2>/dev/null || die "$venv: cannot remove the unfinished environment"
-    else
+    elif [ -n "${ATTNGEOM_VENV:-}" ]; then
       die "$venv: exists and is not an environment built by reproduce.sh (no $DONE); delete it or set ATTNGEOM_VENV"
     fi
   fi

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -115,20 +116,32 @@ def _tiny_wheel(folder: Path) -> Path:
     return wheel
 
 
-@pytest.mark.slow
-def test_an_interrupted_first_install_is_built_again(tmp_path):
+@pytest.fixture
+def tiny_lock(tmp_path) -> dict:
+    """The environment of a build from a one-wheel lock, offline (no ATTNGEOM_VENV)."""
     wheel = _tiny_wheel(tmp_path / "wheels")
     lock = tmp_path / "tiny.lock"
     lock.write_text(f"tinypkg==0.1 --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}\n")
-    venv = tmp_path / "venv"
-    env = {
-        **os.environ,
-        "ATTNGEOM_VENV": str(venv),
+    env = {k: v for k, v in os.environ.items() if k != "ATTNGEOM_VENV"}
+    return {
+        **env,
         "ATTNGEOM_LOCK": str(lock),
         "ATTNGEOM_PYTHON": sys.executable,
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": str(wheel.parent),
     }
+
+
+def _built_from(venv: Path, env: dict) -> bool:
+    lock = hashlib.sha256(Path(env["ATTNGEOM_LOCK"]).read_bytes()).hexdigest()
+    imported = subprocess.run([str(venv / "bin" / "python"), "-c", "import tinypkg"], check=False).returncode == 0
+    return (venv / ".lock-sha256").read_text().strip() == lock and imported
+
+
+@pytest.mark.slow
+def test_an_interrupted_first_install_is_built_again(tmp_path, tiny_lock):
+    venv = tmp_path / "venv"
+    env = {**tiny_lock, "ATTNGEOM_VENV": str(venv)}
     # `bench` with no name: the environment is built first, then the command is refused (2).
     with subprocess.Popen(
         [str(SCRIPT), "bench"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -143,6 +156,17 @@ def test_an_interrupted_first_install_is_built_again(tmp_path):
 
     again = subprocess.run([str(SCRIPT), "bench"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 2 and "unfinished build" in again.stderr, again.stderr
-    assert again.stderr.strip().splitlines()[-1].startswith("error: bench:")
-    assert (venv / ".lock-sha256").read_text().strip() == hashlib.sha256(lock.read_bytes()).hexdigest()
-    assert subprocess.run([str(venv / "bin" / "python"), "-c", "import tinypkg"], check=False).returncode == 0
+    assert again.stderr.strip().splitlines()[-1].startswith("error: bench:") and _built_from(venv, env)
+
+
+@pytest.mark.slow
+def test_the_checkouts_venv_left_without_pip_by_an_earlier_version_is_built_again(tmp_path, tiny_lock):
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    shutil.copy2(SCRIPT, checkout / SCRIPT.name)
+    venv = checkout / ".venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)  # what Ctrl-C left
+    done = subprocess.run(
+        [str(checkout / SCRIPT.name), "bench"], cwd=tmp_path, env=tiny_lock, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 2 and "unfinished build" in done.stderr and _built_from(venv, tiny_lock), done.stderr
