@@ -215,7 +215,7 @@ def ended(work: Callable[[], int]) -> int:
         if isinstance(exc, OSError) and exc.errno in FULL_DISK:  # unusable output, wherever it was written
             where = shown(Path(exc.filename).parent) if exc.filename else "an output folder"
             print(
-                f"error: {where}: no space left on the device ({exc.strerror}); free some or write elsewhere",
+                f"error: {where}: cannot write there ({exc.strerror}); free some space or write elsewhere",
                 file=sys.stderr,
             )
             return EXIT_INPUT
