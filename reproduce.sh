@@ -10,58 +10,117 @@
 # The first run builds a virtual environment from the hash-pinned requirements.lock.
 # ATTNGEOM_LOCK=FILE picks another lock (the Docker image uses requirements-cuda.lock).
 # ATTNGEOM_MIRROR=DIR replaces the network with a local copy laid out as DIR/<host>/<path>.
+# Its own failures end like the program's: one `error:` line and 2 (unusable input or setting),
+# 3 (internal error), or one line and 128 + the signal (Ctrl-C 130, SIGTERM 143, SIGHUP 129).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${ATTNGEOM_VENV:-$here/.venv}"
 lock="${ATTNGEOM_LOCK:-$here/requirements.lock}"
+DONE=.lock-sha256           # written last: the environment is complete, built from the lock of this sha256
+BUILDING=.attngeom-building # written first: the folder is an environment this script is building
 
-die() { echo "reproduce.sh: $*" >&2; exit 2; }
+say() { echo "$*" >&2 || true; }  # stderr may be closed
+die() { say "error: $*"; exit 2; }
+set -E  # the ERR trap holds inside functions too
+trap 'say "error: internal error: reproduce.sh line $LINENO: a command failed (status $?)"; exit 3' ERR
+trap 'say interrupted; exit 130' INT
+trap 'say "interrupted (SIGTERM)"; exit 143' TERM
+trap 'say "interrupted (SIGHUP)"; exit 129' HUP
 
-python_in() {  # python_in CMD LOWEST: CMD runs and is a Python from LOWEST to 3.13
-  command -v "$1" >/dev/null 2>&1 && "$1" -c "import sys; sys.exit(not ($2 <= sys.version_info[:2] <= (3, 13)))" 2>/dev/null
+# Python without the caller's working folder on sys.path (`python -m` puts it first, so a
+# `random.py` there would run): `-c` puts '' there instead, removed before anything is imported.
+# PYTHONSAFEPATH does the same for every Python the command starts from 3.11 on.
+export PYTHONSAFEPATH=1
+run_module=(-c 'import sys
+if sys.path and sys.path[0] == "":
+    del sys.path[0]
+import runpy
+del sys.argv[0]
+runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)')
+
+reported_version() {  # the major.minor a Python prints when asked (its exit status alone proves nothing)
+  "$1" -I -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null | head -c 200 || true
 }
 
-pick_python() {
-  # Python 3.11 to 3.13 runs everything; 3.10 runs the verification only (jax 0.10.2 needs 3.11).
+python_in() {  # python_in CMD LOWEST: CMD runs and prints a version from 3.LOWEST to 3.13
+  local v
+  v="$(reported_version "$1")"
+  [[ "$v" =~ ^3\.(1[0-3])$ ]] && [ "${BASH_REMATCH[1]}" -ge "$2" ]
+}
+
+pick_python() {  # sets py: Python 3.11 to 3.13 runs everything; 3.10 the verification only (jax needs 3.11)
   if [ -n "${ATTNGEOM_PYTHON:-}" ]; then
-    python_in "$ATTNGEOM_PYTHON" "(3, 10)" && echo "$ATTNGEOM_PYTHON"
+    command -v "$ATTNGEOM_PYTHON" >/dev/null 2>&1 || die "ATTNGEOM_PYTHON=$ATTNGEOM_PYTHON: no such interpreter"
+    python_in "$ATTNGEOM_PYTHON" 10 ||
+      die "ATTNGEOM_PYTHON=$ATTNGEOM_PYTHON: not a Python 3.10 to 3.13 (it reports '$(reported_version "$ATTNGEOM_PYTHON" | head -n1)')"
+    py="$ATTNGEOM_PYTHON"
     return
   fi
   local lowest cand
-  for lowest in "(3, 11)" "(3, 10)"; do
+  for lowest in 11 10; do
     for cand in python3 python3.13 python3.12 python3.11 python3.10; do
-      python_in "$cand" "$lowest" && { echo "$cand"; return 0; }
+      python_in "$cand" "$lowest" && { py="$cand"; return; }
     done
   done
-  return 1
+  die "needs Python 3.10 to 3.13 on PATH (or ATTNGEOM_PYTHON=/path/to/python)"
 }
 
 ensure_venv() {
-  local want have=""
-  want="$(sha256sum "$lock" | cut -d' ' -f1)"
-  [ -f "$venv/.lock-sha256" ] && have="$(cat "$venv/.lock-sha256")"
+  # The environment is complete when $DONE holds the lock's sha256; $DONE is removed before any
+  # change and written last, so a build that stopped half-way (Ctrl-C, a full disk) is never
+  # trusted: it is built again from scratch.
+  local want have="" log
+  [ -f "$lock" ] || die "$lock: no such lock file${ATTNGEOM_LOCK:+ (ATTNGEOM_LOCK)}"
+  want="$(sha256sum <"$lock" 2>/dev/null | cut -d' ' -f1)" && [ -n "$want" ] || die "$lock: cannot read the lock file"
+  if [ -e "$venv" ] && [ ! -d "$venv" ]; then
+    die "$venv: the environment's place exists and is not a folder (set ATTNGEOM_VENV to a folder)"
+  fi
+  [ -f "$venv/$DONE" ] && have="$(cat "$venv/$DONE" 2>/dev/null || true)"
   [ "$want" = "$have" ] && [ -x "$venv/bin/python" ] && return 0
-  local py log
-  py="$(pick_python)" || die "needs Python 3.10 to 3.13 on PATH (or ATTNGEOM_PYTHON=/path/to/python)"
-  log="$(mktemp -t attngeom-venv.XXXXXX.log)"
-  echo "reproduce.sh: building the environment in $venv from $(basename "$lock") (first run only; log: $log)" >&2
-  if ! { { [ -x "$venv/bin/python" ] || "$py" -m venv "$venv"; } && "$venv/bin/python" -m pip install \
-          --disable-pip-version-check --require-hashes -r "$lock"; } >"$log" 2>&1; then
-    rm -f "$venv/.lock-sha256"
+  pick_python
+  if [ -d "$venv" ] && [ -z "$have" ]; then
+    # A build of ours that stopped, or the checkout's own .venv left without pip (earlier versions
+    # marked nothing), is built again; a .venv that works is installed into; anything else is left alone.
+    if [ -e "$venv/$BUILDING" ] || [ -z "$(ls -A "$venv" 2>/dev/null)" ] ||
+       { [ -z "${ATTNGEOM_VENV:-}" ] && ! "$venv/bin/python" -I -m pip --version >/dev/null 2>&1; }; then
+      say "reproduce.sh: $venv is an unfinished build; building it again"
+      rm -rf "$venv" 2>/dev/null || die "$venv: cannot remove the unfinished environment"
+    elif [ -n "${ATTNGEOM_VENV:-}" ]; then
+      die "$venv: exists and is not an environment built by reproduce.sh (no $DONE); delete it or set ATTNGEOM_VENV"
+    fi
+  fi
+  { mkdir -p "$venv" && : >"$venv/$BUILDING" && rm -f "$venv/$DONE"; } 2>/dev/null ||
+    die "$venv: cannot build the environment there (not writable); set ATTNGEOM_VENV to a writable folder"
+  log="$(mktemp -t attngeom-venv.XXXXXX.log 2>/dev/null)" || die "cannot create a log file in ${TMPDIR:-/tmp}"
+  say "reproduce.sh: building the environment in $venv from $(basename "$lock") (first run only; log: $log)"
+  # a subshell: a trap (Ctrl-C) runs here, after it, and its line reaches the terminal, not the log
+  if ! ( { [ -x "$venv/bin/python" ] || "$py" -I -m venv "$venv"; } && "$venv/bin/python" -I -m pip install \
+          --disable-pip-version-check --require-hashes -r "$lock" ) >"$log" 2>&1; then
     die "could not install the locked dependencies; see $log"
   fi
-  echo "$want" >"$venv/.lock-sha256"
+  { echo "$want" >"$venv/$DONE" && rm -f "$venv/$BUILDING"; } 2>/dev/null || die "$venv: cannot mark the environment complete"
 }
 
 ensure_venv
 export PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}"
 case "${1:-}" in
-  test) shift; cd "$here" && exec "$venv/bin/python" -m pytest "$@" ;;
+  test)
+    # pytest's statuses: 0 passed, 1 a test failed, 2 interrupted or a file not collected, 3 internal
+    # error; its 4 (bad option) and 5 (no test selected) are unusable input here.
+    shift
+    cd "$here"
+    status=0
+    "$venv/bin/python" "${run_module[@]}" pytest "$@" || status=$?
+    case "$status" in
+      4) die "test: pytest refused its arguments (see above)" ;;
+      5) die "test: no test matches the arguments given" ;;
+    esac
+    exit "$status" ;;
   bench)
     case "${2:-}" in
-      verify|train) exec "$venv/bin/python" "$here/bench/bench_$2.py" "${@:3}" ;;
+      verify|train) exec "$venv/bin/python" "$here/bench/bench_$2.py" "${@:3}" ;;  # bench/ on sys.path, not the working folder
       *) die "bench: which benchmark, verify or train? usage: reproduce.sh bench verify|train [--quick] (see bench/)" ;;
     esac ;;
-  *) exec "$venv/bin/python" -m attngeom "$@" ;;
+  *) exec "$venv/bin/python" "${run_module[@]}" attngeom "$@" ;;
 esac

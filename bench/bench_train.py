@@ -26,6 +26,7 @@ from flax import nnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from attngeom.cli import Parser, entry
 from attngeom.training import config, data, train
 from attngeom.training.model import build
 
@@ -75,8 +76,8 @@ def harness(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: i
     return losses, rates
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main() -> int:
+    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the smoke preset, 20 steps (about a minute on a CPU)")
     parser.add_argument("--preset", choices=tuple(config.PRESETS), help="default: paper (smoke with --quick)")
     parser.add_argument("--variants", default="softmax,yat_b,goat_v")
@@ -118,7 +119,8 @@ def main() -> None:
             "variants": figures,
         }
         args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    entry(main)  # the exit statuses of every command: a bad option is one `error:` line and 2

@@ -31,6 +31,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 from bundle_tools import add_windows, copy_published  # noqa: E402 - after the path set-up above
 
 from attngeom import bundles, fetch, hull, verify  # noqa: E402
+from attngeom.cli import Parser, entry  # noqa: E402
 
 
 def median_time(fn, runs: int):
@@ -49,8 +50,8 @@ def lp_census(k_LHTD: np.ndarray) -> np.ndarray:
     return np.array([[hull.inside_by_lp(keys, j) for j in range(len(keys))] for keys in flat])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main() -> int:
+    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="3 runs; census and baseline on layer 0's keys only")
     parser.add_argument("--runs", type=int, help="timed runs of the verify stage and the census (default 7, quick 3)")
     parser.add_argument(
@@ -99,7 +100,8 @@ def main() -> None:
         print(
             f"speed-up of the census: {t_base / t_hull:.0f}x, identical verdicts ({sum(int(a.sum()) for a in ours)} inside)"
         )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    entry(main)  # the exit statuses of every command: a bad option is one `error:` line and 2

@@ -12,6 +12,7 @@ DEFAULT_MIRROR = REPO.parent / "shared" / "mirror"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("PYTHONSAFEPATH", "1")  # no Python a test starts imports from its working folder
     mirror = os.environ.get("ATTNGEOM_MIRROR")
     if mirror:  # a relative path means where the tests were started, also for commands run in other folders
         os.environ["ATTNGEOM_MIRROR"] = str(Path(mirror).resolve())

@@ -25,10 +25,14 @@ def environment(**extra: str) -> dict:
     return {**os.environ, "PYTHONPATH": str(REPO / "src"), **extra}
 
 
-def cli(*args: str | bytes, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
+def run(argv: list, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        command(*args), cwd=cwd, env=environment(**extra), capture_output=True, text=True, timeout=600, check=False
+        argv, cwd=cwd, env=environment(**extra), capture_output=True, text=True, timeout=600, check=False
     )
+
+
+def cli(*args: str | bytes, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
+    return run(command(*args), cwd, **extra)
 
 
 def assert_one_error_line(proc: subprocess.CompletedProcess, status: int, starts: str = "error: ") -> None:

@@ -34,7 +34,7 @@ def test_bench_scripts_run_as_they_are(script, tmp_path):
 def test_an_unknown_benchmark_is_one_error_line():
     done = subprocess.run([str(REPO / "reproduce.sh"), "bench", "nope"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        "reproduce.sh: bench: which benchmark, verify or train? usage: reproduce.sh bench verify|train [--quick] (see bench/)"
+        "error: bench: which benchmark, verify or train? usage: reproduce.sh bench verify|train [--quick] (see bench/)"
     ]
 
 

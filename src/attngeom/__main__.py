@@ -1,11 +1,16 @@
 """`python -m attngeom`: the command line (a Ctrl-C while it loads is one line and 130 too)."""
 
-import sys
+import os
+
+from attngeom.errors import EXIT_INTERRUPT
 
 try:
     from attngeom.cli import entry
 except KeyboardInterrupt:
-    sys.stderr.write("interrupted\n")
-    raise SystemExit(130) from None
+    try:
+        os.write(2, b"interrupted\n")
+    except OSError:  # stderr closed
+        pass
+    raise SystemExit(EXIT_INTERRUPT) from None
 
 entry()

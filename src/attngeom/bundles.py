@@ -73,6 +73,14 @@ def _find_run(path: Path, data: dict, variant: str, seed: int) -> dict:
     return runs[0]
 
 
+def _check_steps(path: Path, maps: dict[int, np.ndarray], steps: int | None) -> None:
+    """Telemetry is taken at steps 0 to STEPS - 1 of the schedule (the run JSON's cfg), or up to the
+    schema's bound on a step where the schedule is not recorded: a key beyond it is no checkpoint."""
+    last = steps - 1 if steps else schema.MAX_STEP
+    if max(maps) > last:
+        raise InputError(f"{path}: 'step{max(maps)}' lies beyond the schedule's last step, {last}")
+
+
 def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
     """Load and validate one model's evidence from a bundle folder."""
     folder = Path(folder)
@@ -110,6 +118,7 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
         raise InputError(f"{attn_path}: 'tokens' differ from those in {geom_path.name}")
 
     data = read_run_json(json_path)
+    _check_steps(attn_path, maps, data["cfg"].get("STEPS"))
     run = _find_run(json_path, data, variant, seed)
     spec = find(variant)
     # A kernel variant has its scalars b, eps = softplus(raw) for each layer and head; the run JSON's

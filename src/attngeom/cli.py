@@ -1,10 +1,11 @@
 """The command line: `python -m attngeom [verify|rerun|fidelity|kaggle|docker|figures|summary] ...`.
 
 Each subcommand lives in its own module, which exposes `register(subparsers)`; the parser it
-adds sets `func`, called with the parsed arguments and returning the exit status. `main` is the
+adds sets `func`, called with the parsed arguments and returning the exit status. `ended` is the
 one place where every way a command can end becomes its exit status (see attngeom.errors):
 unusable input is one `error:` line and 2, any other exception is one line naming it and the log
-file that holds its traceback, and 3, and Ctrl-C is one line and 130 at any moment.
+file that holds its traceback, and 3, and Ctrl-C, SIGTERM or SIGHUP is one line and 128 + the
+signal (130, 143, 129) at any moment.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import _thread
 import argparse
 import atexit
+import contextlib
 import datetime as dt
 import gc
 import importlib
@@ -22,10 +24,12 @@ import sys
 import tempfile
 import threading
 import traceback
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from attngeom.errors import EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT, InputError
+from attngeom import streams
+from attngeom.errors import EXIT_INPUT, EXIT_INTERNAL, InputError
 
 SUBCOMMAND_MODULES = (
     "attngeom.verify",
@@ -43,6 +47,8 @@ SHELL_COMMANDS = {
     "bench": "time verify or the training harness: bench verify|train [args]",
 }
 GRACE_S = 3.0  # after Ctrl-C, the time the command has to clean up before it is ended regardless
+# Ctrl-C, `kill`, a closed terminal: each ends a command the same way, with status 128 + its number.
+ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class Parser(argparse.ArgumentParser):
@@ -72,38 +78,52 @@ def _shell_only(name: str, _args: argparse.Namespace) -> int:
 
 
 class _Interrupt:
-    """Ctrl-C as one line and exit 130, whatever the main thread is doing.
+    """Ctrl-C, SIGTERM and SIGHUP as one line and exit 128 + signal (130, 143, 129), whatever the
+    main thread is doing.
 
     Python's handler raises KeyboardInterrupt so that the command unwinds and removes what it
     half-wrote. Where a library swallows it (jax's garbage-collection callback does), the
     unraisable hook hands it back to the main thread instead of printing a traceback. The C-level
     handler also wakes a watcher thread (`signal.set_wakeup_fd`), which prints the line at once and
     ends the process after GRACE_S whatever happens, even while the main thread sits in compiled
-    code such as an XLA compilation.
+    code such as an XLA compilation. A signal the caller ignores (`nohup`) stays ignored.
     """
 
     def __init__(self) -> None:
         self.seen = threading.Event()
+        self.signum = signal.SIGINT
         self._said = threading.Lock()
         self._pair: tuple[socket.socket, socket.socket] | None = None
 
+    @property
+    def status(self) -> int:
+        """The exit status of the ending: 128 + the signal's number."""
+        return 128 + int(self.signum)
+
     def install(self) -> None:
-        """Take over SIGINT for this process (once; only the main thread can; an ignored SIGINT stays ignored)."""
+        """Take over the ending signals for this process (once; only the main thread can)."""
         if self._pair is not None or threading.current_thread() is not threading.main_thread():
             return
-        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        taken = [s for s in ENDING_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
+        if not taken:
             return
         reader, writer = socket.socketpair()
         writer.setblocking(False)
         signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-        signal.signal(signal.SIGINT, self._raise)
+        for signum in taken:
+            signal.signal(signum, self._raise)
         self._pair = (reader, writer)  # kept open for the life of the process
         self._unraisable = sys.unraisablehook
         sys.unraisablehook = self._swallowed
         threading.Thread(target=self._watch, args=(reader,), name="attngeom-interrupt", daemon=True).start()
 
+    def _note(self, signum: int) -> None:
+        if not self.seen.is_set():
+            self.signum = signal.Signals(signum)
+            self.seen.set()
+
     def _raise(self, signum, frame) -> None:
-        self.seen.set()
+        self._note(signum)
         raise KeyboardInterrupt
 
     def _swallowed(self, unraisable) -> None:
@@ -114,16 +134,18 @@ class _Interrupt:
             self._unraisable(unraisable)
 
     def _watch(self, reader: socket.socket) -> None:
-        while signal.SIGINT not in reader.recv(64):
+        while not (got := [s for s in reader.recv(64) if s in ENDING_SIGNALS]):
             continue
-        self.seen.set()
+        self._note(got[0])
         self.announce()
-        threading.Timer(GRACE_S, os._exit, (EXIT_INTERRUPT,)).start()  # a daemon, as this thread is
+        threading.Timer(GRACE_S, lambda: os._exit(self.status)).start()  # a daemon, as this thread is
 
     def announce(self) -> None:
-        """Print the one line, once."""
+        """Print the one line, once (nowhere, when stderr has gone with the terminal)."""
         if self._said.acquire(blocking=False):
-            os.write(2, b"interrupted\n")
+            name = "" if self.signum == signal.SIGINT else f" ({self.signum.name})"
+            with contextlib.suppress(OSError):
+                os.write(2, f"interrupted{name}\n".encode())
 
 
 INTERRUPT = _Interrupt()
@@ -167,15 +189,14 @@ def _run(argv: list[str]) -> int:
     return int(args.func(args))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse, dispatch, and turn every ending into its exit status (0, 1, 2, 3 or 130)."""
+def ended(work: Callable[[], int]) -> int:
+    """Run `work` and turn every way it can end into its exit status (0, 1, 2, 3, or 128 + a signal)."""
     INTERRUPT.install()
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):  # paths with bytes that are not UTF-8 print escaped
             stream.reconfigure(errors="backslashreplace")
-    argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        status = _run(argv)
+        status = work()
         if INTERRUPT.seen.is_set():  # a library swallowed the KeyboardInterrupt
             raise KeyboardInterrupt
         return status
@@ -184,11 +205,20 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INPUT
     except KeyboardInterrupt:
         INTERRUPT.announce()
-        return EXIT_INTERRUPT
+        return INTERRUPT.status
     except Exception as exc:  # the contract: a crash is never read as a claim's verdict
         if INTERRUPT.seen.is_set():  # a library turned the KeyboardInterrupt into its own error
             INTERRUPT.announce()
-            return EXIT_INTERRUPT
+            return INTERRUPT.status
+        from attngeom.files import FULL_DISK, shown  # numpy comes with it: not loaded before the signals are
+
+        if isinstance(exc, OSError) and exc.errno in FULL_DISK:  # unusable output, wherever it was written
+            where = shown(Path(exc.filename).parent) if exc.filename else "an output folder"
+            print(
+                f"error: {where}: cannot write there ({exc.strerror}); free some space or write elsewhere",
+                file=sys.stderr,
+            )
+            return EXIT_INPUT
         try:
             where = f"traceback in {write_traceback(exc)}"
         except OSError:
@@ -197,22 +227,34 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
 
 
-def _interrupted_while_exiting(signum, frame) -> None:
+def main(argv: list[str] | None = None) -> int:
+    """Parse, dispatch, and turn every ending into its exit status (see `ended`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return ended(partial(_run, argv))
+
+
+def _ended_while_exiting(signum, frame) -> None:
+    INTERRUPT._note(signum)
     INTERRUPT.announce()
-    os._exit(EXIT_INTERRUPT)
+    os._exit(INTERRUPT.status)
 
 
-def entry() -> None:
-    """The program: `main`, then exit with its status.
+def entry(work: Callable[[], int] | None = None) -> None:
+    """The program: `main` (or `work`, a script's), then exit with its status.
 
-    The process ends without the interpreter's shutdown: after Ctrl-C that shutdown can crash while
-    compiler threads of jax are still at work, and a Ctrl-C that lands during it would end the
-    process by the signal, without its line. The exit handlers (atexit) and finalizers still run,
-    under a handler that turns a late Ctrl-C into the line and 130; then the streams are flushed.
+    The standard streams are guarded first (`streams.guard`), so a closed or broken stream never
+    changes the status. The process ends without the interpreter's shutdown: after Ctrl-C that
+    shutdown can crash while compiler threads of jax are still at work, and a Ctrl-C that lands
+    during it would end the process by the signal, without its line. The exit handlers (atexit) and
+    finalizers still run, under a handler that turns a late ending signal into the line and its
+    status; then the streams are flushed.
     """
-    status = main()
-    if status != EXIT_INTERRUPT and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, _interrupted_while_exiting)
+    streams.guard()
+    status = main() if work is None else ended(work)
+    if not INTERRUPT.seen.is_set():
+        for signum in ENDING_SIGNALS:
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                signal.signal(signum, _ended_while_exiting)
     gc.collect()  # finalizers of what the command left (a worker pool's semaphores) still run
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -1,7 +1,8 @@
 """The one error type for unusable input, and the exit statuses every command ends with.
 
 0 every judged claim passes, 1 a claim fails, 2 unusable input (`InputError`: one `error:` line),
-3 an internal error (one line naming it and the log holding its traceback), 130 interrupted.
+3 an internal error (one line naming it and the log holding its traceback), and 128 + the signal
+when a signal ends it (one line): 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP.
 """
 
 

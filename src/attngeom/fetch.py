@@ -16,9 +16,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pooch
+import requests
 
 from attngeom.errors import InputError
-from attngeom.files import write_json_atomic
+from attngeom.files import shown, write_json_atomic
 
 CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 BLOG_BASE = "https://raw.githubusercontent.com/mlnomadpy/blog/2f48c7fc4e18217d04dd4a582341743338b89ddf/"
@@ -80,11 +81,16 @@ def _mirror_downloader(mirror: Path):
         source = mirror / url_path(url)
         if not source.is_file():
             raise InputError(f"{source}: not in the mirror (ATTNGEOM_MIRROR={mirror})")
-        if hasattr(output_file, "write"):
-            with open(source, "rb") as src:
+        try:
+            src = open(source, "rb")  # closed below; its errors are the mirror's, not the cache's
+        except OSError as exc:
+            raise InputError(f"{source}: cannot read the mirror's copy ({exc.strerror or exc})") from exc
+        with src:
+            if hasattr(output_file, "write"):
                 shutil.copyfileobj(src, output_file)
-        else:
-            shutil.copyfile(source, output_file)
+            else:
+                with open(output_file, "wb") as out:
+                    shutil.copyfileobj(src, out)
 
     return download
 
@@ -130,6 +136,14 @@ def _cache_origin(url: str, path: Path, mirror: Path | None) -> dict:
     return origin
 
 
+def _cache_error(path: Path, exc: OSError) -> InputError:
+    """A cache that cannot hold a file (a file in its place, read-only, full): its path and the cause."""
+    return InputError(
+        f"{shown(path)}: the download cache cannot hold {path.name} ({exc.strerror or exc}); "
+        f"fix or free it, or set ATTNGEOM_CACHE to another folder (now {shown(cache_dir())})"
+    )
+
+
 def fetch(url: str, mirror: Path | None = None, progress: bool = False) -> Path:
     """Return a local, sha256-verified copy of a registered remote file; `origin` says where it came from."""
     if url not in REGISTRY:
@@ -157,22 +171,35 @@ def fetch(url: str, mirror: Path | None = None, progress: bool = False) -> Path:
         raise
     except ValueError as exc:  # pooch's hash mismatch
         raise InputError(f"{url}: sha256 mismatch, file rejected ({str(exc).splitlines()[0]})") from exc
-    except Exception as exc:  # network and file-system failures
-        raise InputError(
-            f"{url}: download failed ({type(exc).__name__}); check the network, "
-            "or set ATTNGEOM_MIRROR=DIR to a local mirror laid out as DIR/<host>/<path>"
-        ) from exc
+    except OSError as exc:
+        if isinstance(
+            exc, (requests.RequestException, ConnectionError, TimeoutError)
+        ):  # the network's, not the cache's
+            raise _download_failed(url, exc) from exc
+        raise _cache_error(target, exc) from exc
+    except Exception as exc:  # the network's other failures
+        raise _download_failed(url, exc) from exc
     if downloaded:
         record = {
             **_source(url, mirror),
             "url": url,
             "fetched": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         }
-        write_json_atomic(_sidecar(path), record)
+        try:
+            write_json_atomic(_sidecar(path), record)
+        except OSError as exc:
+            raise _cache_error(_sidecar(path), exc) from exc
         ORIGINS[path] = record
     else:
         ORIGINS[path] = _cache_origin(url, path, mirror)
     return path
+
+
+def _download_failed(url: str, exc: Exception) -> InputError:
+    return InputError(
+        f"{url}: download failed ({type(exc).__name__}); check the network, "
+        "or set ATTNGEOM_MIRROR=DIR to a local mirror laid out as DIR/<host>/<path>"
+    )
 
 
 def origin(path: Path) -> dict:

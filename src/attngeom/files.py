@@ -33,6 +33,15 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)  # no space left: unusable output, not an internal error
+_NAME_KEPT = 200  # bytes of a name kept in a temporary name beside it (a name holds at most 255 bytes)
+
+
+def tmp_prefix(name: str) -> str:
+    """The prefix of a temporary name beside `name`: `.NAME.`, the name cut so that any name fits."""
+    return f".{os.fsdecode(os.fsencode(name)[:_NAME_KEPT])}."
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -48,12 +57,16 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=tmp_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide the file from its other readers
         with os.fdopen(fd, "wb") as f:
             yield f
         os.replace(tmp, path)
+    except OSError as exc:
+        if exc.errno in FULL_DISK and exc.filename is None:  # a write's error names no file: name it
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -113,11 +126,48 @@ def _swap_in(new: Path, target: Path) -> Path | None:
     raise OSError(errno.EBUSY, "kept changing while being replaced", str(target))
 
 
+def _holds_working_folder(real: Path) -> bool:
+    cwd = Path(os.path.realpath(os.getcwd()))
+    return real == cwd or real in cwd.parents
+
+
+def replaceable(target: Path) -> Path:
+    """The real folder that `replaced_folder(target)` would write, refused where that would do harm.
+
+    A symlink is followed (the set goes where it points; the link stays). A mount point cannot be
+    renamed, and one inside the folder would have its files carried off and deleted.
+    """
+    real = Path(os.path.realpath(target))
+    if not real.is_dir() or _holds_working_folder(real):  # the working folder is written in place
+        return real
+    if os.path.ismount(real):
+        raise OSError(errno.EBUSY, "it is a mount point, which the swap cannot replace; name a folder inside it")
+    device = real.stat().st_dev
+    for folder, subfolders, _ in os.walk(real):
+        for name in subfolders:
+            inner = Path(folder) / name
+            if not inner.is_symlink() and (inner.stat().st_dev != device or os.path.ismount(inner)):
+                raise OSError(
+                    errno.EBUSY, f"{shown(inner)} inside it is a mount point, whose files the swap would remove"
+                )
+    return real
+
+
 def _link_or_copy(src: str, dst: str) -> None:
     try:
         os.link(src, dst)
     except OSError:
         shutil.copy2(src, dst)
+
+
+def _renew_entries(new: Path, target: Path, renewed: set[str]) -> None:
+    """Swap each renewed entry of `new` into `target`; the replaced ones (and renewed entries `new`
+    lacks) end up in `new`, which the caller removes."""
+    for name in sorted(renewed):
+        if os.path.lexists(new / name):
+            _swap_in(new / name, target / name)
+        elif os.path.lexists(target / name):
+            os.rename(target / name, new / name)
 
 
 @contextlib.contextmanager
@@ -128,23 +178,32 @@ def replaced_folder(target: Path, renewed: set[str]) -> Iterator[Path]:
     links where possible) before the block runs; the block writes the renewed entries. The swap
     is one rename, so a kill at any instant leaves the old folder or the new one, never a mix, and
     a concurrent writer's folder is replaced whole too. The temporary name is unique per process.
+    What `replaceable` refuses is refused before anything is written. The caller's working folder
+    (or one holding it) keeps its place, or the caller's shell would be left in a deleted folder:
+    there each renewed entry is swapped in on its own, one rename each.
     """
-    target = Path(os.path.abspath(target))
+    target = replaceable(target)
     if os.path.lexists(target) and not target.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
-    new = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    new = Path(tempfile.mkdtemp(prefix=tmp_prefix(target.name), suffix=".tmp", dir=target.parent))
     try:
         mode = (target.stat().st_mode if target.is_dir() else 0o777 & ~_umask()) & 0o7777
+        in_place = target.is_dir() and _holds_working_folder(target)
         if target.is_dir():
             for entry in os.scandir(target):
                 if entry.name in renewed:
                     continue
-                if entry.is_dir(follow_symlinks=False):
+                if in_place:  # read through links, never copied, never removed
+                    os.symlink(entry.path, new / entry.name)
+                elif entry.is_dir(follow_symlinks=False):
                     shutil.copytree(entry.path, new / entry.name, symlinks=True, copy_function=_link_or_copy)
                 else:
                     _link_or_copy(entry.path, new / entry.name)
         yield new
+        if in_place:
+            _renew_entries(new, target, renewed)
+            return
         os.chmod(new, mode)
         old = _swap_in(new, target)
         if old is not None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from attngeom import html_report, schema
 from attngeom.errors import InputError
-from attngeom.files import replaced_folder, shown
+from attngeom.files import replaceable, replaced_folder, shown, tmp_prefix
 from attngeom.report import write_report
 
 REPORT_FILES = {"REPORT.md", "report.json", "results.json", html_report.INDEX}
@@ -21,12 +21,12 @@ REPORT_FILES = {"REPORT.md", "report.json", "results.json", html_report.INDEX}
 def check_out(out: Path) -> None:
     """Refuse at once, before any work, a report folder that could not be written."""
     try:
-        target = Path(os.path.abspath(out))
+        target = replaceable(out)
         if os.path.lexists(target) and not target.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, "it exists and is not a folder")
         target.parent.mkdir(parents=True, exist_ok=True)
         for folder in (target.parent, target) if target.is_dir() else (target.parent,):  # read-only, immutable
-            tempfile.TemporaryDirectory(prefix=f".{target.name}.", suffix=".tmp", dir=folder).cleanup()
+            tempfile.TemporaryDirectory(prefix=tmp_prefix(target.name), suffix=".tmp", dir=folder).cleanup()
     except OSError as exc:
         raise InputError(f"{shown(out)}: cannot write the report there ({exc.strerror or exc})") from exc
 

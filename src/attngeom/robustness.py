@@ -27,6 +27,7 @@ from attngeom.errors import InputError
 from attngeom.variants import kernel_law
 
 _GEOM = re.compile(r"^geom_(?P<variant>.+)_s(?P<seed>\d+)\.npz$")
+_SEED = re.compile(r"0|[1-9]\d*")  # how the bundle files write a seed: `s{seed}`, no leading zero
 COUNTS = ("scale_moved_rows", "keys_inside_hull")
 # key -> (label, claim function whose quoted value it is, that function's arguments besides the model)
 STATISTICS: dict[str, tuple[str, str | None, dict]] = {
@@ -139,8 +140,14 @@ def window(windowed: ModelEvidence, w: int) -> ModelEvidence:
 
 def seeds_under(root: Path, variant: str) -> list[int]:
     """Every seed with a geom bundle file for `variant` under `root`."""
-    found = (_GEOM.match(p.name) for p in Path(root).rglob(f"geom_{variant}_s*.npz"))
-    return sorted({int(m["seed"]) for m in found if m and m["variant"] == variant})
+    seeds = set()
+    for path in Path(root).rglob(f"geom_{variant}_s*.npz"):
+        m = _GEOM.match(path.name)
+        if m and m["variant"] == variant:
+            if not _SEED.fullmatch(m["seed"]):
+                raise InputError(f"{path}: the seed is written {m['seed']}; bundle files write it s{int(m['seed'])}")
+            seeds.add(int(m["seed"]))
+    return sorted(seeds)
 
 
 def seed_sources(root: Path, models: dict[str, ModelEvidence]) -> dict[str, dict[int, Path]]:

@@ -216,6 +216,7 @@ def check(doc: object, spec: Spec, where: str) -> None:
         raise InputError(f"{where}: {place or 'the document'}: {problem}")
 
 
+MAX_STEP = 10**9  # the largest training step any file may name
 # b and eps are softplus(raw) = log(1 + e^raw) per layer and head: >= 0, and exactly 0 in float32 once
 # raw < -104 (e^raw below the smallest float32); the fixed-scalar yat has b = 0. Never negative, never inf.
 SOFTPLUS_GRID = Items(Items(Number(lo=0), max_len=4096), max_len=4096)
@@ -233,7 +234,7 @@ RUN_JSON = Record(
                     "b_learned": SOFTPLUS_GRID,
                     "eps_learned": SOFTPLUS_GRID,
                     "curve": Items(
-                        Record({"step": Number(0, 10**9, integer=True), "val": LOSS}, required=("step", "val")),
+                        Record({"step": Number(0, MAX_STEP, integer=True), "val": LOSS}, required=("step", "val")),
                         max_len=100_000,
                     ),
                 },
@@ -241,7 +242,7 @@ RUN_JSON = Record(
             ),
             max_len=10_000,
         ),
-        "cfg": Record({"STEPS": Maybe(Number(1, 10**9, integer=True))}),
+        "cfg": Record({"STEPS": Maybe(Number(1, MAX_STEP, integer=True))}),
     },
     required=("runs", "cfg"),
 )
@@ -300,7 +301,7 @@ RERUN_JSON = Record(
 """expected/rerun.json: the band each claim is judged with on a rerun."""
 
 
-_STEP = Number(0, 10**9, integer=True)
+_STEP = Number(0, MAX_STEP, integer=True)
 MANIFEST_JSON = Record(
     {
         "completed": Flag(),

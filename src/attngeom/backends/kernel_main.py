@@ -117,6 +117,7 @@ def main(settings: dict, source_b64: str) -> None:
     """Unpack, install, train `settings["BUNDLE"]` for one seed, and leave the bundle as the kernel's output."""
     if not PYTHONS[0] <= sys.version_info[:2] <= PYTHONS[1]:
         sys.exit(f"attngeom kernel: Python {sys.version.split()[0]} is not supported (3.11 to 3.13 train)")
+    os.environ["PYTHONSAFEPATH"] = "1"  # no Python it starts (pip, jax's check, the rerun) imports from its folder
     on_kaggle = bool(os.environ.get("KAGGLE_KERNEL_RUN_TYPE"))
     work = KAGGLE_WORKING if on_kaggle and KAGGLE_WORKING.is_dir() else Path.cwd()
     scratch = Path(tempfile.mkdtemp(prefix="attngeom-kernel-"))

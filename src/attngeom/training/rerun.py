@@ -40,6 +40,7 @@ from attngeom.options import seed as seed_option
 from attngeom.robustness import windows_path, write_windows_npz
 from attngeom.training import data, runs
 from attngeom.training.config import PRESET_NAMES, TrainConfig, bits_per_char, preset
+from attngeom.training.device_probe import check_device
 from attngeom.variants import BUNDLES, PUBLISHED, TRAINABLE
 from attngeom.verify import run_verify
 
@@ -239,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
     if args.backend != "local":
         raise InputError(f"backend {args.backend!r} is not run here; use `reproduce.sh {args.backend} ...`")
     deterministic_device()
+    check_device()  # before a run folder is claimed: a bad XLA_FLAGS or JAX_PLATFORMS leaves none behind
     if args.resume:
         folder, plan = resume_run(args.resume)
         corpus = data.load_corpus()

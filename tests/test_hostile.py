@@ -1,0 +1,293 @@
+"""The exit contract in a hostile environment: closed and broken streams, signals, full disks,
+odd `--out` targets, odd files in bundle folders and caches, and a run's environment."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import mounts
+import pytest
+from bundle_tools import QK, copy_published, npz_array, rewrite_npz
+from report_tools import (
+    REPO,
+    assert_consistent_set,
+    assert_one_error_line,
+    cli,
+    command,
+    environment,
+    run,
+    stray_temporaries,
+)
+
+from attngeom import fetch
+from attngeom.errors import InputError
+
+tmpfs = mounts.tmpfs  # the fixture
+fill = mounts.fill
+
+
+def _shell(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`script` in bash with the command line as "$@" (to close descriptors before it runs)."""
+    return run(["bash", "-c", script, "bash", *command(*args)], cwd)
+
+
+# 1. Streams: a closed or broken stream never changes the status.
+
+
+def test_a_refused_input_with_stdout_closed_is_2(tmp_path):
+    proc = _shell(
+        'exec >&-; exec "$@"', "--bundles", str(tmp_path / "none"), "--out", str(tmp_path / "o"), cwd=tmp_path
+    )
+    assert_one_error_line(proc, 2)
+
+
+def test_a_refused_input_with_stderr_closed_is_2(tmp_path):
+    proc = _shell(
+        'exec 2>&-; exec "$@"', "--bundles", str(tmp_path / "none"), "--out", str(tmp_path / "o"), cwd=tmp_path
+    )
+    assert proc.returncode == 2 and proc.stdout == "", (proc.returncode, proc.stdout)
+
+
+def test_a_verdict_with_stdout_closed_keeps_its_status(published_root, tmp_path):
+    proc = _shell('exec >&-; exec "$@"', "--bundles", str(published_root), "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr == "", proc.stderr[-2000:]
+    assert_consistent_set(tmp_path / "o")
+
+
+def _verify_at_work(published_root: Path, out: Path, act) -> tuple[int, str]:
+    """Verify into `out`; once it has printed its first line, `act(proc)`; its status and stderr."""
+    with subprocess.Popen(
+        command("--bundles", str(published_root), "--out", str(out)),
+        cwd=out.parent,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout.readline().startswith(b"evidence:")  # at work
+        act(proc)
+        err = proc.stderr.read().decode()
+        return proc.wait(timeout=600), err
+
+
+def test_a_reader_that_goes_away_leaves_the_verdict(published_root, tmp_path):
+    status, err = _verify_at_work(published_root, tmp_path / "o", lambda proc: proc.stdout.close())  # `| head -1`
+    assert status == 1 and "error" not in err, err
+    assert_consistent_set(tmp_path / "o")
+
+
+# 2. No code from the working folder.
+
+
+def test_a_subprocess_started_as_the_tests_do_ignores_the_working_folder(tmp_path):
+    (tmp_path / "random.py").write_text('print("my dice script")\n')
+    proc = cli("--help", cwd=tmp_path)
+    assert proc.returncode == 0 and "dice" not in proc.stdout + proc.stderr, proc.stderr[-2000:]
+
+
+def test_the_image_runs_python_without_the_working_folder():
+    env = (REPO / "Dockerfile").read_text()
+    assert "PYTHONSAFEPATH=1" in env and 'ENTRYPOINT ["/opt/attngeom/reproduce.sh"]' in env
+
+
+# 5. Disks and names.
+
+
+def test_verify_on_a_full_disk_is_2_naming_the_folder(published_root, tmp_path, tmpfs):
+    disk = tmpfs(tmp_path / "disk", size="256k")
+    fill(disk)
+    proc = cli("--bundles", str(published_root), "--out", str(disk / "report"), cwd=tmp_path)
+    assert_one_error_line(proc, 2)
+    assert str(disk / "report") in proc.stderr and "No space left" in proc.stderr
+
+
+def test_a_full_disk_while_writing_a_file_is_2_naming_the_folder(tmp_path, tmpfs, monkeypatch):
+    from attngeom import cli as cli_module
+    from attngeom.files import write_atomic
+
+    disk = tmpfs(tmp_path / "disk", size="64k")
+    monkeypatch.setattr(cli_module, "_run", lambda argv: write_atomic(disk / "checkpoint.npz", b"\0" * 200_000))
+    assert cli_module.main([]) == 2
+
+
+@pytest.mark.slow
+def test_a_rerun_whose_disk_fills_up_is_2_naming_the_folder(tmp_path, tmpfs):
+    disk = tmpfs(tmp_path / "disk", size="512k")  # the manifest and the log fit, the first checkpoint does not
+    run = ("rerun", "--preset", "smoke", "--steps", "4", "--variants", "softmax", "--quiet")
+    proc = cli(*run, "--out", str(disk / "run"), cwd=tmp_path)
+    assert proc.returncode == 2 and "No space left" in proc.stderr, proc.stderr[-2000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {disk / 'run' / 'checkpoints'}: cannot write")
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_out_name_of_255_bytes_is_written(published_root, tmp_path):
+    out = tmp_path / ("r" * 255)
+    proc = cli("--bundles", str(published_root), "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert_consistent_set(out)
+    assert not stray_temporaries(tmp_path)
+
+
+def test_an_out_that_is_a_mount_point_is_refused_before_the_work(published_root, tmp_path, tmpfs):
+    disk = tmpfs(tmp_path / "disk")
+    proc = cli("--bundles", str(published_root), "--out", str(disk), cwd=tmp_path)
+    assert_one_error_line(proc, 2)
+    assert "mount point" in proc.stderr and proc.stdout == ""
+
+
+def test_an_out_holding_a_mount_point_is_refused_and_the_disk_keeps_its_files(published_root, tmp_path, tmpfs):
+    out = tmp_path / "out"
+    assert cli("--bundles", str(published_root), "--out", str(out), cwd=tmp_path).returncode == 1
+    disk = tmpfs(out / "sub" / "disk")
+    (disk / "precious.txt").write_text("mine")
+    proc = cli("--bundles", str(published_root), "--out", str(out), cwd=tmp_path)
+    assert_one_error_line(proc, 2)
+    assert (disk / "precious.txt").read_text() == "mine" and "mount point" in proc.stderr
+
+
+def test_an_out_that_is_a_symlink_is_written_where_it_points(published_root, tmp_path):
+    real, link = tmp_path / "real", tmp_path / "link"
+    real.mkdir()
+    (real / "mine.txt").write_text("kept")
+    link.symlink_to(real)
+    proc = cli("--bundles", str(published_root), "--out", str(link), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert link.is_symlink() and link.resolve() == real
+    assert_consistent_set(real)
+    assert (real / "mine.txt").read_text() == "kept"
+    assert not stray_temporaries(tmp_path)
+
+
+def test_out_dot_keeps_the_working_folder(published_root, tmp_path):
+    here = tmp_path / "here"
+    here.mkdir()
+    (here / "mine.txt").write_text("kept")
+    inode = here.stat().st_ino
+    for _ in range(2):  # the second renews a set already there
+        proc = cli("--bundles", str(published_root), "--out", ".", cwd=here)
+        assert proc.returncode == 1, proc.stderr[-2000:]
+    assert here.stat().st_ino == inode and (here / "mine.txt").read_text() == "kept"
+    assert_consistent_set(here)
+    assert not stray_temporaries(tmp_path)
+
+
+# 6. Inputs and caches.
+
+
+def test_a_zero_padded_seed_file_is_refused(published_root, tmp_path):
+    root = copy_published(published_root, tmp_path / "b")
+    shutil.copyfile(root / QK / "geom_softmax_s0.npz", root / QK / "geom_softmax_s01.npz")
+    proc = cli("--bundles", str(root), "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert_one_error_line(proc, 2)
+    assert "geom_softmax_s01.npz" in proc.stderr
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["schedule", "no-schedule"])
+def test_a_step_key_beyond_the_schedule_is_refused(recorded, published_root, tmp_path):
+    root = copy_published(published_root, tmp_path / "b")
+    if not recorded:  # then the bound is the largest step any file may name
+        run_json = root / QK / "yat_attention.json"
+        doc = json.loads(run_json.read_text())
+        doc["cfg"].pop("STEPS", None)
+        run_json.write_text(json.dumps(doc))
+    path = root / QK / "attn_softmax_s0.npz"
+    rewrite_npz(path, **{"step" + "9" * 30: npz_array(path, "step0")})
+    proc = cli("--bundles", str(root), "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert_one_error_line(proc, 2)
+    assert "beyond the schedule" in proc.stderr
+
+
+@pytest.fixture
+def private_cache(tmp_path, monkeypatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNGEOM_CACHE", str(cache))
+    return cache
+
+
+def _refused_by_the_cache(where: Path, cause: str) -> None:
+    with pytest.raises(InputError) as caught:
+        fetch.fetch(fetch.CORPUS_URL)
+    text = str(caught.value)
+    assert str(where) in text and cause in text and "download failed" not in text, text
+
+
+def test_a_cache_entry_record_that_is_a_folder_is_named(private_cache):
+    entry = private_cache / fetch.url_path(fetch.CORPUS_URL)
+    (entry.parent / (entry.name + fetch.SIDECAR)).mkdir(parents=True)
+    _refused_by_the_cache(private_cache, "Is a directory")
+
+
+def test_a_cache_that_is_a_file_is_named(private_cache):
+    private_cache.write_text("not a folder")
+    _refused_by_the_cache(private_cache, "Not a directory")
+
+
+def test_a_read_only_cache_is_named(private_cache, tmpfs):
+    tmpfs(private_cache, read_only=True)
+    _refused_by_the_cache(private_cache, "Read-only file system")
+
+
+def test_a_full_cache_is_named(private_cache, tmpfs):
+    fill(tmpfs(private_cache, size="256k"))
+    _refused_by_the_cache(private_cache, "No space left")
+
+
+# 7. The environment of the run: checked before the run folder is claimed.
+
+
+@pytest.mark.parametrize(
+    "setting, shown",
+    [({"XLA_FLAGS": "--xla_no_such_flag"}, "Unknown flag in XLA_FLAGS"), ({"JAX_PLATFORMS": "cuda"}, "cuda")],
+    ids=["xla-flags", "jax-platforms"],
+)
+def test_a_run_environment_that_cannot_start_leaves_no_folder(setting, shown, tmp_path):
+    pytest.importorskip("jax")
+    if "JAX_PLATFORMS" in setting and shutil.which("nvidia-smi"):
+        pytest.skip("this machine may have a GPU")
+    out = tmp_path / "run"
+    proc = cli("rerun", "--preset", "smoke", "--out", str(out), "--quiet", cwd=tmp_path, **setting)
+    assert_one_error_line(proc, 2)
+    assert shown in proc.stderr and not out.exists()
+
+
+# 8. SIGTERM and SIGHUP end like Ctrl-C, with their own statuses.
+
+
+@pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["SIGTERM", "SIGHUP"])
+def test_a_terminating_signal_is_one_line_and_its_status(sig, status, published_root, tmp_path):
+    out = tmp_path / "o"
+    assert cli("--bundles", str(published_root), "--out", str(out), cwd=tmp_path).returncode == 1
+    assert _verify_at_work(published_root, out, lambda proc: proc.send_signal(sig)) == (
+        status,
+        f"interrupted ({sig.name})\n",
+    )
+    assert_consistent_set(out)
+    assert not stray_temporaries(tmp_path)
+
+
+def test_the_kaggle_kernel_starts_its_pythons_without_the_working_folder(monkeypatch, tmp_path):
+    from attngeom.backends import kernel_main
+
+    monkeypatch.delenv("PYTHONSAFEPATH", raising=False)  # restored afterwards, as main sets it
+    monkeypatch.delenv("KAGGLE_KERNEL_RUN_TYPE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(kernel_main.tempfile, "mkdtemp", lambda prefix: str(tmp_path / "scratch"))
+    monkeypatch.setattr(kernel_main, "unpack", lambda source, sha, repo: None)
+    monkeypatch.setattr(kernel_main, "interpreter", lambda scratch, repo: sys.executable)
+    started = []
+
+    def training(cmd, **kwargs):  # the rerun, as the kernel starts it: here it fails at once
+        started.append(kwargs["env"])
+        return subprocess.CompletedProcess(cmd, 2)
+
+    monkeypatch.setattr(kernel_main.subprocess, "run", training)
+    settings = {"PRESET": "smoke", "OUTPUT_DIR": "out", "VARIANTS": "softmax", "SEED": "0", "BUNDLE": "b"}
+    with pytest.raises(SystemExit, match="failed"):
+        kernel_main.main({**settings, "SOURCE_SHA256": "0" * 64, "RUN_ID": "r"}, "")
+    assert [env.get("PYTHONSAFEPATH") for env in started] == ["1"]
+    assert os.environ["PYTHONSAFEPATH"] == "1"  # and so every Python those start
