@@ -45,7 +45,10 @@ def system_cuda(folder: Path, smoke: bool) -> Path:
         return lib64
     wheels = folder / "cuda-12.8-wheels"
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-cache-dir"]
-    kernel_main.run([*pip, "--require-hashes", "--no-deps", "--target", str(wheels), "-r", str(SYSTEM_CUDA)])
+    kernel_main.run(
+        "pip install the CUDA 12.8 libraries",
+        [*pip, "--require-hashes", "--no-deps", "--target", str(wheels), "-r", str(SYSTEM_CUDA)],
+    )
     for lib in wheels.glob("nvidia/*/lib/*.so*"):
         lib.rename(lib64 / lib.name)
     return lib64

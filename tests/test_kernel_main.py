@@ -139,13 +139,14 @@ def test_an_unreachable_index_is_said_to_be_no_internet(tool, tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as stop:
         kernel_main.run(
+            f"{tool} install",
             cmd,
             env=dict(os.environ, UV_NO_CACHE="1", UV_NO_CONFIG="1", PIP_NO_CACHE_DIR="1", PIP_CONFIG_FILE=os.devnull),
         )
-    assert "cannot reach the package index" in str(stop.value) and "phone-verified" in str(stop.value)
+    assert f"{tool} install cannot reach the package index" in str(stop.value) and "phone-verified" in str(stop.value)
 
 
 def test_another_install_failure_is_not_blamed_on_the_network():
     with pytest.raises(SystemExit) as stop:
-        kernel_main.run([sys.executable, "-c", "raise SystemExit(3)"])
-    assert "failed (exit status 3)" in str(stop.value) and "internet" not in str(stop.value)
+        kernel_main.run("step", [sys.executable, "-c", "raise SystemExit(3)"])
+    assert "step failed (exit status 3)" in str(stop.value) and "internet" not in str(stop.value)

@@ -59,7 +59,7 @@ def say(message: str) -> None:
     print(f"attngeom kernel: {message}", flush=True)
 
 
-def run(cmd: list[str], **kwargs) -> None:
+def run(what: str, cmd: list[str], **kwargs) -> None:
     """Run an install step, echoed to the log; a failure ends the kernel with one line naming its cause.
 
     A package index that cannot be reached means the session has no internet, which on Kaggle
@@ -70,7 +70,6 @@ def run(cmd: list[str], **kwargs) -> None:
     print(done.stdout, end="", flush=True)
     if done.returncode == 0:
         return
-    what = f"{Path(cmd[0]).name} {cmd[1]}"
     if NETWORK_ERROR.search(done.stdout):
         sys.exit(f"attngeom kernel: {what} cannot reach the package index; {NO_INTERNET_HELP}")
     sys.exit(f"attngeom kernel: {what} failed (exit status {done.returncode}); its output is above")
@@ -110,13 +109,17 @@ def interpreter(scratch: Path, repo: Path) -> str:
     tool = scratch / "uv"
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-cache-dir"]
     pip += ["--root-user-action", "ignore"]  # Kaggle runs kernels as root
-    run([*pip, "--require-hashes", "--no-deps", "--target", str(tool), "-r", str(scratch / "uv.txt")])
+    run("pip install uv", [*pip, "--require-hashes", "--no-deps", "--target", str(tool), "-r", str(scratch / "uv.txt")])
     uv = str(tool / "bin" / "uv")
     venv = scratch / "venv"
     env = dict(os.environ, UV_PYTHON_DOWNLOADS="never", UV_NO_CACHE="1")
-    run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], env=env)
+    run("uv venv", [uv, "venv", "--quiet", "--python", sys.executable, str(venv)], env=env)
     python = str(venv / "bin" / "python")
-    run([uv, "pip", "install", "--quiet", "--python", python, "--require-hashes", "-r", str(lock)], env=env)
+    run(
+        f"uv pip install -r {lock.name}",
+        [uv, "pip", "install", "--quiet", "--python", python, "--require-hashes", "-r", str(lock)],
+        env=env,
+    )
     say(f"installed {lock.name} in {time.monotonic() - started:.0f} s")
     return python
 
