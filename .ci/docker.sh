@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Prepare the Docker image test without any image registry: a running Docker engine, a client
-# that can use BuildKit, and an Ubuntu base image of the CUDA image's release built with
-# debootstrap (cached between runs). Idempotent; needs root.
+# Prepare the Docker image tests without any image registry: a running Docker engine, a client
+# that can use BuildKit, and Ubuntu base images built with debootstrap (cached between runs): one
+# of the CUDA image's release (Dockerfile) and one of the Kaggle-like runtime's
+# (tests/kaggle-runtime/Dockerfile), each named by its Dockerfile's BASE_IMAGE default.
+# Idempotent; needs root.
 #
-#   .ci/docker.sh        print the base image name
-#   . .ci/docker.sh      export ATTNGEOM_DOCKER_BASE (that name) and ATTNGEOM_DOCKER (the client), and
-#                        ATTNGEOM_DOCKERD_PID when it started the engine (empty when one was running)
+#   .ci/docker.sh        print the CUDA image's base image name
+#   . .ci/docker.sh      export ATTNGEOM_DOCKER_BASE (that name), ATTNGEOM_KAGGLE_BASE (the Kaggle-like
+#                        runtime's) and ATTNGEOM_DOCKER (the client), and ATTNGEOM_DOCKERD_PID when
+#                        it started the engine (empty when one was running)
 #
-# ATTNGEOM_DOCKER_CACHE (default /var/cache/attngeom) keeps the debootstrapped root file system;
+# ATTNGEOM_DOCKER_CACHE (default /var/cache/attngeom) keeps the debootstrapped root file systems;
 # ATTNGEOM_UBUNTU_MIRROR (default http://archive.ubuntu.com/ubuntu) is where it comes from.
 
 _attngeom_docker_release() { # the Ubuntu release a Dockerfile's BASE_IMAGE default names
