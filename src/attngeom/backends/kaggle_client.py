@@ -93,24 +93,30 @@ def _describe(exc: BaseException) -> str:
     return f"Kaggle answered HTTP {response.status_code}" if response is not None else f"{type(exc).__name__}"
 
 
+def _retrying(what: str, stop, retry, say) -> tenacity.Retrying:
+    """Tries of `what` until `stop`, while `retry(exception)`, with the exponential backoff and one warning line each."""
+
+    def warn(attempt: tenacity.RetryCallState) -> None:
+        print(f"warning: {what}: {say(attempt)} in {attempt.next_action.sleep:.0f} s", file=sys.stderr, flush=True)
+
+    return tenacity.Retrying(
+        stop=stop,
+        wait=tenacity.wait_exponential(multiplier=RETRY_WAIT_S[0], max=RETRY_WAIT_S[1]),
+        retry=tenacity.retry_if_exception(retry),
+        before_sleep=warn,
+        reraise=True,
+    )
+
+
 def call(what: str, fn, *args, **kwargs):
     """Run one client call, retrying transient failures; every failure becomes a one-line InputError about `what`."""
     import requests
 
-    def warn(attempt: tenacity.RetryCallState) -> None:
-        print(
-            f"warning: {what}: {_describe(attempt.outcome.exception())}; retry {attempt.attempt_number} of "
-            f"{RETRY_ATTEMPTS - 1} in {attempt.next_action.sleep:.0f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    retrying = tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(RETRY_ATTEMPTS),
-        wait=tenacity.wait_exponential(multiplier=RETRY_WAIT_S[0], max=RETRY_WAIT_S[1]),
-        retry=tenacity.retry_if_exception(_transient),
-        before_sleep=warn,
-        reraise=True,
+    retrying = _retrying(
+        what,
+        tenacity.stop_after_attempt(RETRY_ATTEMPTS),
+        _transient,
+        lambda a: f"{_describe(a.outcome.exception())}; retry {a.attempt_number} of {RETRY_ATTEMPTS - 1}",
     )
     try:
         return retrying(fn, *args, **kwargs)
@@ -181,21 +187,8 @@ def kernel_status(api: KaggleApi, kernel_id: str) -> tuple[str, str | None]:
     `NEW_VERSION_WAIT_S`, then it is an error like any other.
     """
     what = f"status of {kernel_id}"
-
-    def warn(attempt: tenacity.RetryCallState) -> None:
-        print(
-            f"warning: {what}: Kaggle does not know this version yet (HTTP 404); retry in {attempt.next_action.sleep:.0f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    retrying = tenacity.Retrying(
-        stop=tenacity.stop_after_delay(NEW_VERSION_WAIT_S),
-        wait=tenacity.wait_exponential(multiplier=RETRY_WAIT_S[0], max=RETRY_WAIT_S[1]),
-        retry=tenacity.retry_if_exception(_not_found),
-        before_sleep=warn,
-        reraise=True,
-    )
+    unknown = "Kaggle does not know this version yet (HTTP 404); retry"
+    retrying = _retrying(what, tenacity.stop_after_delay(NEW_VERSION_WAIT_S), _not_found, lambda a: unknown)
     reply = retrying(call, what, api.kernels_status, kernel_id)
     return reply.status.name, reply.failure_message
 
