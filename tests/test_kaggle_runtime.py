@@ -68,7 +68,8 @@ print("loaded:", *loaded)
 print("nvJitLink:", *sorted({line.split()[-1] for line in maps if "libnvJitLink" in line}))
 """
 # The kernel's own steps up to training (unpack, install, environment), then the loader under the
-# kernel's environment and under the image's, each run's output after a `=== NAME exit N` line.
+# kernel's environment and under the image's, then the kernel's GPU probe, each one's output after a
+# `=== NAME exit N` line.
 PROBE = """
 def probe_cuda(settings, source_b64):
     scratch = Path(tempfile.mkdtemp(prefix="attngeom-kernel-"))
@@ -78,6 +79,10 @@ def probe_cuda(settings, source_b64):
     for name, env in (("kernel", kernel_env(repo, on_kaggle=True)), ("image", dict(os.environ))):
         done = subprocess.run([python, "-c", LOADER], env=env, capture_output=True, text=True)
         print(f"=== {name} exit {done.returncode}\\n{done.stdout}{done.stderr}", flush=True)
+    try:  # a device file says a GPU is attached; jax, with no CUDA plugin in this lock, cannot use it
+        require_gpu(python, kernel_env(repo, on_kaggle=True))
+    except SystemExit as stop:
+        print(f"=== require_gpu exit 1\\n{stop}", flush=True)
 """
 
 
@@ -162,7 +167,9 @@ def wheels(runtime_image, tmp_path_factory) -> Path:
     return folder
 
 
-def run_kernel(image: str, wheels: Path | None, script: str, kaggle_dir: Path) -> subprocess.CompletedProcess:
+def run_kernel(
+    image: str, wheels: Path | None, script: str, kaggle_dir: Path, docker_args: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess:
     """Run one kernel script as Kaggle would, offline (wheels from `wheels`, or none: no internet at all)."""
     (kaggle_dir / "input").mkdir(parents=True)
     (kaggle_dir / "working").mkdir()
@@ -175,7 +182,7 @@ def run_kernel(image: str, wheels: Path | None, script: str, kaggle_dir: Path) -
         cmd += ["-v", f"{wheels}:/wheels:ro", "-e", "PIP_FIND_LINKS=/wheels", "-e", "PIP_NO_INDEX=1"]
         cmd += ["-e", "UV_FIND_LINKS=/wheels", "-e", "UV_OFFLINE=1"]
     cmd += ["-v", f"{kaggle_dir / 'input'}:/kaggle/input:ro", "-v", f"{kaggle_dir / 'working'}:/kaggle/working"]
-    cmd += ["-v", f"{kaggle_dir / 'src'}:/kaggle/src:ro", image]
+    cmd += ["-v", f"{kaggle_dir / 'src'}:/kaggle/src:ro", *docker_args, image]
     cmd += ["bash", "-c", "python3 /kaggle/src/script.py && echo LEFT: $(ls -A /tmp /tmp/.cache)"]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=1500, check=False)
 
@@ -243,7 +250,7 @@ def test_cuda_libraries_load_in_the_kernels_environment_and_not_in_the_images(ru
     script = kernel_script(definitions()["attngeom-goat"], 0, "smoke", source_archive(lock=lock))
     assert script.endswith(call)
     script = script[: -len(call)] + f"LOADER = {LOADER!r}\n{PROBE}\nprobe_cuda(SETTINGS, ''.join(SOURCE))\n"
-    done = run_kernel(runtime_image, wheels, script, tmp_path / "kaggle")
+    done = run_kernel(runtime_image, wheels, script, tmp_path / "kaggle", ("-v", "/dev/null:/dev/nvidia0"))
     log = done.stdout[-6000:] + done.stderr[-3000:]
     assert done.returncode == 0, log
     assert "attngeom kernel: installed requirements.lock in" in done.stdout, log
@@ -257,6 +264,8 @@ def test_cuda_libraries_load_in_the_kernels_environment_and_not_in_the_images(ru
     status, output = runs["image"]
     assert status != 0 and "undefined symbol: __nvJitLinkGetErrorLogSize_12_9" in output, log
     assert "libcusparse.so.12" in output, log
+    status, output = runs["require_gpu"]  # the probe's own failure, from jax itself, ends its message
+    assert "a GPU is attached but jax cannot use it" in output and "Unable to initialize backend 'cuda'" in output, log
 
 
 def test_a_kernel_without_internet_says_so_at_the_install(runtime_image, tmp_path):
