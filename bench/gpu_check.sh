@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check, in order: `fidelity` on the GPU (the author's script against the harness), the
-# training benchmark (steps/s, the harness against the per-step loop, per variant), then the full
-# paper rerun of softmax, yat_b and goat_v judged with the rerun tier. Its figures go into one
+# training benchmark (steps/s, the harness against the per-step loop, per variant), the full
+# paper rerun of softmax, yat_b and goat_v judged with the rerun tier, then the Kaggle kernel's
+# CUDA libraries (bench/kaggle_cuda_check.py: the CUDA lock installed as the kernel does, with a
+# folder of CUDA 12.8 libraries on LD_LIBRARY_PATH as in Kaggle's image; whether jax sees the
+# GPU with and without the kernel's cleanup of that path). Its figures go into one
 # small JSON, gpu_check.json, beside each step's own output. Meant to fit in 10 minutes on one
 # GPU (not yet run on one).
 #
@@ -51,6 +54,9 @@ rm -f "$out/steps.txt"
 step fidelity "$repro" fidelity "${fidelity_args[@]}" --out "$out/fidelity"
 step bench_train "$repro" bench train "${bench_args[@]}" --json "$out/bench_train.json"
 step rerun "$repro" rerun "${rerun_args[@]}" --out "$out/rerun"
+kaggle_args=("$out")
+[ "$smoke" = 1 ] && kaggle_args=(--smoke "$out")
+step kaggle_cuda "${ATTNGEOM_VENV:-$here/.venv}/bin/python" "$here/bench/kaggle_cuda_check.py" "${kaggle_args[@]}"
 
 "${ATTNGEOM_VENV:-$here/.venv}/bin/python" - "$out" "$smoke" <<'EOF'
 import json, sys
@@ -69,7 +75,7 @@ def read(name):
 steps = {n: {"exit": int(rc), "wall_s": int(s)}
          for n, rc, s in (line.split() for line in (out / "steps.txt").read_text().splitlines())}
 fid, bench, manifest = read("fidelity/fidelity.json"), read("bench_train.json"), read("rerun/manifest.json")
-report = read("rerun/report/report.json")
+report, kaggle_cuda = read("rerun/report/report.json"), read("kaggle_cuda.json")
 doc = {
     "smoke": smoke,
     "steps": steps,
@@ -87,6 +93,7 @@ doc = {
         "steps": manifest["config"]["train"]["steps"], "windows": manifest.get("windows"),
         "summary": report and report.get("summary"),
     },
+    "kaggle_cuda": kaggle_cuda,
 }
 ok = all(s["exit"] == 0 for s in steps.values())
 doc["verdict"] = "PASS" if ok else "FAIL"

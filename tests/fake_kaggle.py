@@ -8,8 +8,11 @@ to fail its push, end in ERROR, or serve arbitrary output bytes.
 
 It behaves like the real service where that matters to a run: every push is a new version, and
 for a while after a push the kernel without a version label still answers for the previous
-version (`stale_polls`); a request for an unknown kernel is refused with 403, not 404; replies
-can be scripted to fail with 429 or 503 before succeeding (`fail_next`); an account runs at most
+version (`stale_polls`), and the new version's own status may answer 404 for a while
+(`missing_after_push`); a request for an unknown kernel is refused with 403, one for a version
+label the kernel does not have with 404; a push names a machine shape from the service's list of
+accelerators and a session timeout of at most 12 h, or its reply carries the validation error in
+its `error` field; replies can be scripted to fail with 429 or 503 before succeeding (`fail_next`); an account runs at most
 `session_cap` GPU sessions at once, counting sessions of other notebooks (`outside_sessions`,
 one fewer after each refused push); credentials are a legacy key (HTTP Basic) or an API token
 (HTTP Bearer, checked through the token introspection RPC).
@@ -38,6 +41,22 @@ from attngeom.errors import InputError
 from attngeom.variants import variant as variant_spec
 
 RPC_PREFIX = "/api/v1/"
+# The machine shapes the service accepts (kaggle-cli, docs/kernels.md: "Accelerators available as of Feb 2026").
+ACCELERATORS = (
+    "NvidiaTeslaP100",
+    "TpuV38",
+    "NvidiaTeslaT4",
+    "NvidiaTeslaT4Highmem",
+    "Tpu1VmV38",
+    "NvidiaTeslaA100",
+    "NvidiaL4",
+    "TpuV5E8",
+    "NvidiaL4X1",
+    "TpuV6E8",
+    "NvidiaH100",
+    "NvidiaRtxPro6000",
+)
+MAX_SESSION_S = 12 * 3600  # Kaggle's longest session
 PROXY_VARS = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 
 
@@ -53,6 +72,7 @@ class FakeKernel:
     polls: int = 0
     previous: dict | None = None  # the last version before the latest push: its final state, outputs and log
     stale_polls: int = 0  # unlabelled requests still answered for `previous`
+    missing_polls: int = 0  # status requests for the latest version still answered 404
 
     def running(self) -> bool:
         """Whether the latest version holds a GPU session (it has not reported its last state yet)."""
@@ -69,6 +89,7 @@ class FakeKaggle:
         self.on_push = None  # optional callable(slug, request_json) run at push time
         self.gpu_hours_left = 30.0
         self.stale_after_push = 0  # unlabelled requests answered for the previous version after each push
+        self.missing_after_push = 0  # status requests for the new version answered 404 after each push
         self.fail_next: list[int] = []  # HTTP statuses the next RPCs answer with, one each, before serving
         self.session_cap = 2
         self.outside_sessions = 0  # GPU sessions of the account's other notebooks
@@ -98,6 +119,11 @@ class FakeKaggle:
     def save_kernel(self, body: dict) -> tuple[int, dict]:
         if self.push_error:
             return 200, {"error": self.push_error}
+        shape, timeout = body.get("machineShape"), int(body.get("sessionTimeoutSeconds") or 0)
+        if shape and shape not in ACCELERATORS:  # validation errors come back in the reply, with HTTP 200
+            return 200, {"error": f"Invalid machine shape '{shape}'"}
+        if timeout > MAX_SESSION_S:
+            return 200, {"error": f"Session timeout {timeout} s exceeds the maximum of {MAX_SESSION_S} s"}
         running = self.outside_sessions + sum(k.running() for k in self.kernels.values())
         if running >= self.session_cap:
             self.outside_sessions = max(0, self.outside_sessions - 1)
@@ -108,37 +134,42 @@ class FakeKaggle:
             kernel.previous = {"state": kernel.states[-1], "outputs": kernel.outputs, "log": kernel.log}
             kernel.stale_polls = self.stale_after_push
         kernel.pushes.append(body)
-        kernel.polls = 0
+        kernel.polls, kernel.missing_polls = 0, self.missing_after_push
         if self.on_push is not None:
             self.on_push(slug, body)
         return 200, {"ref": f"/code/{slug}", "url": f"{self.url}/code/{slug}", "versionNumber": len(kernel.pushes)}
 
-    def _version(self, body: dict) -> tuple[FakeKernel | None, dict | None]:
-        """The kernel a request names, and the previous version's record when that one answers instead."""
+    def _version(self, body: dict) -> tuple[int, FakeKernel | None, dict | None]:
+        """The HTTP status, the kernel a request names, and the previous version's record when that one answers."""
         kernel = self.kernels.get(f"{body.get('userName')}/{body.get('kernelSlug')}")
         label = body.get("versionLabel")
         if kernel is None or not kernel.pushes:
-            return None, None
+            return 403, None, None
         if label:
-            if label != f"v{len(kernel.pushes)}":
-                return (kernel, kernel.previous) if label == f"v{len(kernel.pushes) - 1}" else (None, None)
-            return kernel, None
+            if label == f"v{len(kernel.pushes) - 1}":
+                return 200, kernel, kernel.previous
+            return (200, kernel, None) if label == f"v{len(kernel.pushes)}" else (404, None, None)
         if kernel.stale_polls > 0:
             kernel.stale_polls -= 1
-            return kernel, kernel.previous
-        return kernel, None
+            return 200, kernel, kernel.previous
+        return 200, kernel, None
 
     @staticmethod
-    def _denied(body: dict) -> tuple[int, dict]:
+    def _refused(status: int, body: dict) -> tuple[int, dict]:
         slug = f"{body.get('userName')}/{body.get('kernelSlug')}"
+        if status == 404:
+            return 404, {"code": 404, "message": f"Version {body.get('versionLabel')} of {slug} was not found"}
         return 403, {"code": 403, "message": f"Permission 'kernels.get' was denied for {slug}"}
 
     def get_kernel_session_status(self, body: dict) -> tuple[int, dict]:
-        kernel, previous = self._version(body)
+        status, kernel, previous = self._version(body)
         if kernel is None:
-            return self._denied(body)
+            return self._refused(status, body)
         if previous is not None:
             return 200, {"status": previous["state"]}
+        if kernel.missing_polls > 0:  # the service does not know the version just pushed yet
+            kernel.missing_polls -= 1
+            return self._refused(404, body)
         state = kernel.states[min(kernel.polls, len(kernel.states) - 1)]
         kernel.polls += 1
         reply = {"status": state}
@@ -147,9 +178,9 @@ class FakeKaggle:
         return 200, reply
 
     def list_kernel_session_output(self, body: dict) -> tuple[int, dict]:
-        kernel, previous = self._version(body)
+        status, kernel, previous = self._version(body)
         if kernel is None:
-            return self._denied(body)
+            return self._refused(status, body)
         slug = f"{body.get('userName')}/{body.get('kernelSlug')}"
         outputs, log = (previous["outputs"], previous["log"]) if previous is not None else (kernel.outputs, kernel.log)
         names = sorted(outputs)

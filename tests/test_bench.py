@@ -50,7 +50,8 @@ def test_the_gpu_check_runs_every_step_smoke_sized(tmp_path):
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     doc = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert list(doc["steps"]) == ["fidelity", "bench_train", "rerun"]
+    assert list(doc["steps"]) == ["fidelity", "bench_train", "rerun", "kaggle_cuda"]
+    assert doc["kaggle_cuda"]["verdict"] == "PASS" and doc["kaggle_cuda"]["kernel_path"]["platform"] == "cpu"
     assert doc["verdict"] == "PASS" and doc["fidelity"]["verdict"] == "PASS" and doc["smoke"]
     assert doc["bench_train"]["variants"]["softmax"]["identical_losses"]
     assert doc["rerun"]["completed"] and doc["rerun"]["verify_exit"] == 0 and doc["rerun"]["steps"] == 60

@@ -157,7 +157,12 @@ def test_dockerfile_builds_the_cuda_lock_and_passes_hadolint():
 def test_kaggle_runtime_dockerfile_keeps_kaggles_traits_and_passes_hadolint():
     path = REPO / "tests" / "kaggle-runtime" / "Dockerfile"
     text = path.read_text()
-    assert "python3-pip" in text and "python3-venv" not in text and "python3.12-venv" not in text
+    assert "ARG BASE_IMAGE=ubuntu:22.04" in text and "rm -rf /usr/lib/python3.12/ensurepip" in text
+    assert "python3-venv" not in text and "python3.12-venv" not in text
+    assert "LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64" in text
+    assert "/usr/lib/python3.12/sitecustomize.py" in text and "nvidia-nvjitlink-cu12==12.8." in (
+        path.with_name("system-cuda.txt").read_text()
+    )
     assert "WORKDIR /kaggle/working" in text and "KAGGLE_KERNEL_RUN_TYPE=" in text
     hadolint = Path(sys.executable).with_name("hadolint")
     done = subprocess.run([str(hadolint), str(path)], capture_output=True, text=True, check=False)

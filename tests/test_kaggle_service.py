@@ -1,8 +1,10 @@
 """The Kaggle backend against the service's awkward behaviours, each driven through the real client.
 
-A re-pushed kernel whose unlabelled status is still the old version's COMPLETE, replies of 429
-and 503 before success, the account's cap of two GPU sessions, 403 for a kernel the service does
-not show, and API-token (Bearer) credentials next to the legacy key (Basic).
+A re-pushed kernel whose unlabelled status is still the old version's COMPLETE, a new version
+whose status answers 404 for a while, replies of 429 and 503 before success, the account's cap of
+two GPU sessions, 403 for a kernel the service does not show and 404 for a version it does not
+have, validation errors (machine shape, session timeout) in the push reply's `error` field, and
+API-token (Bearer) credentials next to the legacy key (Basic).
 """
 
 from __future__ import annotations
@@ -123,6 +125,40 @@ def test_a_kernel_the_service_does_not_show_is_403_not_a_credentials_error(fake,
     status, error = kaggle("status", "--run", "r")
     assert status == 2 and "Cannot access kernel 'reviewer/attngeom-goat-s0/1'" in error
     assert "refused the credentials" not in error
+
+
+def test_a_new_version_unknown_for_a_while_is_waited_for(fake, tmp_path, capsys):
+    fake.missing_after_push = 2
+    assert kaggle("run", "--run", "r", "--poll", "0.001", "--bundles", "attngeom-goat") == (0, "")
+    err = capsys.readouterr().err
+    assert err.count("Kaggle does not know this version yet (HTTP 404)") == 2
+    assert pulled_manifest(tmp_path / "r")["completed"]
+
+
+def test_a_version_the_kernel_does_not_have_is_404_within_a_bounded_wait(fake, monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(kaggle_client, "NEW_VERSION_WAIT_S", 0.05)
+    assert kaggle("build", "--run", "r", "--bundles", "attngeom-goat") == (0, "")
+    assert kaggle("push", "--run", "r") == (0, "")
+    state_file = tmp_path / "r" / kaggle_backend.STATE_FILE
+    state = json.loads(state_file.read_text())
+    state["kernels"][0]["version"] = 7  # a label the kernel does not have
+    state_file.write_text(json.dumps(state))
+    status, error = kaggle("status", "--run", "r")
+    assert status == 2 and "HTTP 404" in error and "Cannot access" not in error and "credentials" not in error
+
+
+@pytest.mark.parametrize(
+    ("option", "refusal"),
+    [
+        (("--accelerator", "NvidiaTeslaK80"), "Invalid machine shape 'NvidiaTeslaK80'"),
+        (("--timeout", "43201"), "exceeds the maximum of 43200 s"),
+    ],
+)
+def test_a_validation_error_in_the_push_reply_stops_the_push(fake, option, refusal):
+    assert kaggle("build", "--run", "r", "--bundles", "attngeom-goat") == (0, "")
+    status, error = kaggle("push", "--run", "r", *option)
+    assert status == 2 and "Kaggle refused it" in error and refusal in error
+    assert not fake.kernels.get(GOAT, None) or not fake.kernels[GOAT].pushes
 
 
 @pytest.mark.parametrize("where", ["environment", "file"])

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +65,88 @@ def test_unsupported_python_is_refused(monkeypatch):
     monkeypatch.setattr(kernel_main.sys, "version_info", (3, 10, 14))
     with pytest.raises(SystemExit, match="3.11 to 3.13"):
         kernel_main.main({}, "")
+
+
+def test_library_path_drops_the_system_cuda_and_keeps_the_driver(tmp_path, capsys):
+    driver, cuda, other = tmp_path / "nvidia" / "lib64", tmp_path / "cuda-12.8" / "lib64", tmp_path / "lib"
+    for folder, name in ((driver, "libcuda.so.1"), (cuda, "libnvJitLink.so.12"), (other, "libz.so.1")):
+        folder.mkdir(parents=True)
+        (folder / name).touch()
+    value = f"{driver}:/usr/local/cuda/lib64::{cuda}:{other}:{tmp_path / 'missing'}"
+    kept, dropped = kernel_main.clean_library_path(value)
+    assert kept.split(":") == [str(driver), str(other), str(tmp_path / "missing")]
+    assert dropped == ["/usr/local/cuda/lib64", str(cuda)]
+
+
+def test_kernel_env_says_what_it_dropped(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64:/usr/local/cuda/lib64")
+    env = kernel_main.kernel_env(tmp_path, on_kaggle=True)
+    assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
+    assert env["PYTHONPATH"] == str(tmp_path / "src") and env["CUDA_VISIBLE_DEVICES"] == "0"
+    assert "LD_LIBRARY_PATH without /usr/local/cuda/lib64" in capsys.readouterr().out
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/usr/local/cuda/lib64")
+    assert "LD_LIBRARY_PATH" not in kernel_main.kernel_env(tmp_path, on_kaggle=False)
+
+
+def fake_python(folder: Path, stderr: str, status: int) -> str:
+    """An interpreter stand-in whose probe prints `stderr` and exits with `status`."""
+    path = folder / "python"
+    path.write_text(
+        f"#!/bin/sh\necho \"JAX_PLATFORMS=$JAX_PLATFORMS\"\ncat >&2 <<'END'\n{stderr}\nEND\nexit {status}\n"
+    )
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_probe_without_a_gpu_says_none_is_attached(tmp_path):
+    python = fake_python(tmp_path, "", 0)
+    with pytest.raises(SystemExit) as stop:
+        kernel_main.require_gpu(python, {}, devices=tmp_path)
+    assert "no GPU attached to this session" in str(stop.value) and "phone" not in str(stop.value)
+
+
+def test_probe_that_jax_fails_shows_its_last_lines(tmp_path):
+    (tmp_path / "nvidia0").touch()
+    cause = (
+        "RuntimeError: Unable to initialize backend 'cuda': Unable to load cuSPARSE. Is it installed? "
+        "(set JAX_PLATFORMS='' to automatically choose an available backend)"
+    )
+    python = fake_python(tmp_path, f"Traceback (most recent call last):\n  File x\n{cause}", 1)
+    with pytest.raises(SystemExit) as stop:
+        kernel_main.require_gpu(python, {}, devices=tmp_path)
+    message = str(stop.value)
+    assert "a GPU is attached but jax cannot use it" in message and cause in message
+    assert "JAX_PLATFORMS=cuda" in message and "phone" not in message  # the probe ran loud
+
+
+def test_probe_that_finds_the_gpu_passes(tmp_path):
+    (tmp_path / "nvidiactl").touch()
+    script = tmp_path / "python"
+    script.write_text('#!/bin/sh\n[ "$JAX_PLATFORMS" = cuda ] && echo gpu\n')
+    script.chmod(0o755)
+    kernel_main.require_gpu(str(script), {}, devices=tmp_path)
+
+
+@pytest.mark.parametrize("tool", ["pip", "uv"])
+def test_an_unreachable_index_is_said_to_be_no_internet(tool, tmp_path, monkeypatch):
+    """pip and uv themselves, against an index on a closed port: the advice on phone verification."""
+    index = "http://127.0.0.1:9/simple"
+    if tool == "pip":
+        cmd = [sys.executable, "-m", "pip", "install", "--index-url", index, "--retries", "1", "--target", "t", "uv"]
+    else:
+        uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or pytest.skip("no uv beside this Python")
+        cmd = [uv, "pip", "install", "--index-url", index, "--python", sys.executable, "--target", "t", "six"]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        kernel_main.run(
+            f"{tool} install",
+            cmd,
+            env=dict(os.environ, UV_NO_CACHE="1", UV_NO_CONFIG="1", PIP_NO_CACHE_DIR="1", PIP_CONFIG_FILE=os.devnull),
+        )
+    assert f"{tool} install cannot reach the package index" in str(stop.value) and "phone-verified" in str(stop.value)
+
+
+def test_another_install_failure_is_not_blamed_on_the_network():
+    with pytest.raises(SystemExit) as stop:
+        kernel_main.run("step", [sys.executable, "-c", "raise SystemExit(3)"])
+    assert "step failed (exit status 3)" in str(stop.value) and "internet" not in str(stop.value)

@@ -1,11 +1,14 @@
 """The official `kaggle` client, wrapped: authentication and the kernel calls, each failure one line.
 
-The client's traps are handled here: `import kaggle` authenticates at import time and calls
-`exit(1)` when it finds no credentials; it imports `six` without declaring it; a push whose
-reply carries an error still "succeeds", so the reply is checked; accounts without phone
-verification or without GPU quota get no GPU; an account runs at most two GPU sessions at once.
+The client's traps are handled here: `import kaggle` tries to authenticate at import time (it
+prints, but no longer exits, without credentials; `KaggleApi.authenticate` itself still calls
+`exit(1)`), so the import is silenced and `authenticate` called on demand; it imports `six`
+without declaring it; a push whose reply carries an error (a validation error, say an unknown
+machine shape) still "succeeds", so the reply is checked; accounts without phone verification or
+without GPU quota get no GPU; an account runs at most two GPU sessions at once.
 The service's transient failures (HTTP 429 and 5xx, dropped connections) are retried with a
-bounded exponential backoff, one warning line per retry, before a call gives up.
+bounded exponential backoff, one warning line per retry, before a call gives up; so is a 404 for
+the status of a version just pushed, which the service may not know for a while.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ GPU_HELP = (
 SESSION_CAP = "batch gpu session count"  # "Maximum batch GPU session count of 2 reached."
 RETRY_ATTEMPTS = 10  # tries per call; the waits between them double from the first to the longest
 RETRY_WAIT_S = (2.0, 300.0)  # about 14 minutes in all before a call gives up
+NEW_VERSION_WAIT_S = 120.0  # how long the status of a version just pushed may answer 404
 
 
 class KaggleUnavailable(InputError):
@@ -53,7 +57,7 @@ def connect() -> KaggleApi:
     quiet = io.StringIO()
     try:
         with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-            from kaggle.api.kaggle_api_extended import KaggleApi  # authenticates at import time
+            from kaggle.api.kaggle_api_extended import KaggleApi  # tries to authenticate at import time
     except ImportError as exc:
         raise InputError(
             f"cannot import the kaggle client ({exc}); it also needs `six`, which it does not declare: "
@@ -89,24 +93,30 @@ def _describe(exc: BaseException) -> str:
     return f"Kaggle answered HTTP {response.status_code}" if response is not None else f"{type(exc).__name__}"
 
 
+def _retrying(what: str, stop, retry, say) -> tenacity.Retrying:
+    """Tries of `what` until `stop`, while `retry(exception)`, with the exponential backoff and one warning line each."""
+
+    def warn(attempt: tenacity.RetryCallState) -> None:
+        print(f"warning: {what}: {say(attempt)} in {attempt.next_action.sleep:.0f} s", file=sys.stderr, flush=True)
+
+    return tenacity.Retrying(
+        stop=stop,
+        wait=tenacity.wait_exponential(multiplier=RETRY_WAIT_S[0], max=RETRY_WAIT_S[1]),
+        retry=tenacity.retry_if_exception(retry),
+        before_sleep=warn,
+        reraise=True,
+    )
+
+
 def call(what: str, fn, *args, **kwargs):
     """Run one client call, retrying transient failures; every failure becomes a one-line InputError about `what`."""
     import requests
 
-    def warn(attempt: tenacity.RetryCallState) -> None:
-        print(
-            f"warning: {what}: {_describe(attempt.outcome.exception())}; retry {attempt.attempt_number} of "
-            f"{RETRY_ATTEMPTS - 1} in {attempt.next_action.sleep:.0f} s",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    retrying = tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(RETRY_ATTEMPTS),
-        wait=tenacity.wait_exponential(multiplier=RETRY_WAIT_S[0], max=RETRY_WAIT_S[1]),
-        retry=tenacity.retry_if_exception(_transient),
-        before_sleep=warn,
-        reraise=True,
+    retrying = _retrying(
+        what,
+        tenacity.stop_after_attempt(RETRY_ATTEMPTS),
+        _transient,
+        lambda a: f"{_describe(a.outcome.exception())}; retry {a.attempt_number} of {RETRY_ATTEMPTS - 1}",
     )
     try:
         return retrying(fn, *args, **kwargs)
@@ -165,9 +175,21 @@ def push_kernel(api: KaggleApi, kernel_id: str, folder: Path, timeout: int, acce
     return reply.version_number, reply.url
 
 
+def _not_found(exc: BaseException) -> bool:
+    response = getattr(exc.__cause__, "response", None)
+    return isinstance(exc, InputError) and response is not None and response.status_code == 404
+
+
 def kernel_status(api: KaggleApi, kernel_id: str) -> tuple[str, str | None]:
-    """The kernel's state (QUEUED, RUNNING, COMPLETE, ERROR, ...) and its failure message, if any."""
-    reply = call(f"status of {kernel_id}", api.kernels_status, kernel_id)
+    """The kernel's state (QUEUED, RUNNING, COMPLETE, ERROR, ...) and its failure message, if any.
+
+    Right after a push the service may answer 404 for the new version: that is retried for
+    `NEW_VERSION_WAIT_S`, then it is an error like any other.
+    """
+    what = f"status of {kernel_id}"
+    unknown = "Kaggle does not know this version yet (HTTP 404); retry"
+    retrying = _retrying(what, tenacity.stop_after_delay(NEW_VERSION_WAIT_S), _not_found, lambda a: unknown)
+    reply = retrying(call, what, api.kernels_status, kernel_id)
     return reply.status.name, reply.failure_message
 
 

@@ -5,7 +5,8 @@ filled in at build time) and a `run.json` naming the variants its bundle holds. 
 script is the program in `kernel_main` followed by the run's settings and this package's own
 source, `expected/` and the hash-pinned CUDA lock as one base64 tar.gz, so the kernel trains
 with exactly the code of this checkout: it installs the lock with uv and `--require-hashes`
-into a fresh environment, runs `python -m attngeom rerun --backend local` and leaves the bundle
+into a fresh environment, drops the image's system CUDA from `LD_LIBRARY_PATH`, checks that jax
+can use the GPU, runs `python -m attngeom rerun --backend local` and leaves the bundle
 folder with its `manifest.json` under `attngeom-run/` in the working directory, which Kaggle
 keeps as output.
 """

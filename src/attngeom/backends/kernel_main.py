@@ -8,7 +8,9 @@ source, its `expected/` folder and the hash-pinned lock, as one base64 tar.gz) a
 The kernel checks the payload, installs the lock into a fresh environment without `ensurepip`
 (Kaggle's image has no `python3-venv`): `uv`, pinned by hash in the lock, is installed with the
 image's pip into a scratch folder, then `uv venv` and `uv pip install --require-hashes` with no
-cache left behind. It trains with the local backend on one GPU, stamps the run's id into the
+cache left behind. Every process in that environment gets a library path without the image's
+system CUDA (`clean_library_path`), and a probe with `JAX_PLATFORMS=cuda` stops the kernel with
+the cause when jax cannot use the GPU. It trains with the local backend on one GPU, stamps the run's id into the
 bundle folder's `manifest.json` (so outputs of an older push are recognised) and leaves that
 folder in the working directory, which Kaggle keeps as output.
 `ATTNGEOM_KERNEL_PYTHON=/path/to/python` skips the install and trains with that interpreter,
@@ -22,6 +24,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +35,23 @@ from pathlib import Path
 
 PYTHONS = ((3, 11), (3, 13))  # the lock's range for training (jax 0.10.2 needs 3.11 or newer)
 KAGGLE_WORKING = Path("/kaggle/working")
+# The libraries jax's CUDA plugin preloads (jax_plugins/xla_cuda12/__init__.py, _load_nvidia_libraries)
+# and nvJitLink, which cuSPARSE loads through its RUNPATH; libcuda (the driver) is not one of them.
+CUDA_LIBRARY = re.compile(
+    r"lib(cudart|nvrtc|cublas|cublasLt|nccl|cupti|cusparse|cusolver|cufft|nvshmem_host|cudnn|nvJitLink)\.so"
+)
+# How pip (urllib3) and uv (reqwest) say that no package index can be reached.
+NETWORK_ERROR = re.compile(
+    r"Temporary failure in name resolution|Name or service not known|Failed to establish a new connection"
+    r"|Network is unreachable|dns error|failed to lookup address|tcp connect error|Could not connect to"
+)
+# The device files by which jax decides that a session has an NVIDIA GPU (jax/_src/hardware_utils.py,
+# _NVIDIA_GPU_DEVICES); without one, jax skips CUDA without a word.
+GPU_DEVICES = ("nvidia0", "nvidiactl", "dxg")
+NO_INTERNET_HELP = (
+    "this session has no internet: Kaggle gives kernels internet (and GPUs) only on phone-verified "
+    "accounts; verify your phone at https://www.kaggle.com/settings and push again"
+)
 
 
 def say(message: str) -> None:
@@ -39,12 +59,20 @@ def say(message: str) -> None:
     print(f"attngeom kernel: {message}", flush=True)
 
 
-def run(cmd: list[str], **kwargs) -> None:
-    """Run `cmd`, echoed to the log; a failure ends the kernel with one line naming it."""
+def run(what: str, cmd: list[str], **kwargs) -> None:
+    """Run an install step, echoed to the log; a failure ends the kernel with one line naming its cause.
+
+    A package index that cannot be reached means the session has no internet, which on Kaggle
+    means an account without phone verification: that is said where it happens, at the install.
+    """
     print("+ " + " ".join(cmd), flush=True)
-    status = subprocess.run(cmd, check=False, **kwargs).returncode
-    if status != 0:
-        sys.exit(f"attngeom kernel: {Path(cmd[0]).name} {cmd[1]} failed (exit status {status}); its output is above")
+    done = subprocess.run(cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+    print(done.stdout, end="", flush=True)
+    if done.returncode == 0:
+        return
+    if NETWORK_ERROR.search(done.stdout):
+        sys.exit(f"attngeom kernel: {what} cannot reach the package index; {NO_INTERNET_HELP}")
+    sys.exit(f"attngeom kernel: {what} failed (exit status {done.returncode}); its output is above")
 
 
 def unpack(source_b64: str, sha256: str, dest: Path) -> None:
@@ -81,26 +109,82 @@ def interpreter(scratch: Path, repo: Path) -> str:
     tool = scratch / "uv"
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-cache-dir"]
     pip += ["--root-user-action", "ignore"]  # Kaggle runs kernels as root
-    run([*pip, "--require-hashes", "--no-deps", "--target", str(tool), "-r", str(scratch / "uv.txt")])
+    run("pip install uv", [*pip, "--require-hashes", "--no-deps", "--target", str(tool), "-r", str(scratch / "uv.txt")])
     uv = str(tool / "bin" / "uv")
     venv = scratch / "venv"
     env = dict(os.environ, UV_PYTHON_DOWNLOADS="never", UV_NO_CACHE="1")
-    run([uv, "venv", "--quiet", "--python", sys.executable, str(venv)], env=env)
+    run("uv venv", [uv, "venv", "--quiet", "--python", sys.executable, str(venv)], env=env)
     python = str(venv / "bin" / "python")
-    run([uv, "pip", "install", "--quiet", "--python", python, "--require-hashes", "-r", str(lock)], env=env)
+    run(
+        f"uv pip install -r {lock.name}",
+        [uv, "pip", "install", "--quiet", "--python", python, "--require-hashes", "-r", str(lock)],
+        env=env,
+    )
     say(f"installed {lock.name} in {time.monotonic() - started:.0f} s")
     return python
 
 
-def require_gpu(python: str, env: dict) -> None:
-    """Stop early, with the reason, when jax sees no GPU in this session."""
-    probe = "import jax; print(jax.devices()[0].platform)"
-    found = subprocess.run([python, "-c", probe], check=False, env=env, capture_output=True, text=True).stdout.strip()
-    if found != "gpu":
+def clean_library_path(value: str) -> tuple[str, list[str]]:
+    """`LD_LIBRARY_PATH` without the folders that hold CUDA libraries: (the path kept, the folders dropped).
+
+    Kaggle's image sets `LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/lib64`, the second
+    holding the system's CUDA 12.8. The lock's CUDA 12.9 wheels find each other through their
+    RUNPATH, which `LD_LIBRARY_PATH` overrides: cuSPARSE 12.9 then binds to nvJitLink 12.8, fails
+    with an undefined symbol, and jax's plugin drops CUDA with a warning and trains on the CPU.
+    The driver's folder (`/usr/local/nvidia/lib64`, libcuda) holds none of them and stays.
+    """
+    kept, dropped = [], []
+    for entry in filter(None, value.split(":")):
+        try:
+            holds_cuda = any(CUDA_LIBRARY.match(p.name) for p in Path(entry).iterdir())
+        except OSError:  # a missing or unreadable folder
+            holds_cuda = False
+        (dropped if holds_cuda or entry.startswith("/usr/local/cuda") else kept).append(entry)
+    return ":".join(kept), dropped
+
+
+def kernel_env(repo: Path, on_kaggle: bool) -> dict:
+    """The environment of every process run with the kernel's Python: its source, and no system CUDA."""
+    env = dict(os.environ, PYTHONPATH=str(repo / "src"))
+    if env.get("ATTNGEOM_MIRROR"):  # relative to this folder, not to the unpacked source where training runs
+        env["ATTNGEOM_MIRROR"] = str(Path(env["ATTNGEOM_MIRROR"]).expanduser().resolve())
+    if on_kaggle:
+        env["CUDA_VISIBLE_DEVICES"] = env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]  # one kernel, one GPU
+    if env.get("LD_LIBRARY_PATH"):
+        env["LD_LIBRARY_PATH"], dropped = clean_library_path(env["LD_LIBRARY_PATH"])
+        if dropped:
+            say(
+                f"LD_LIBRARY_PATH without {':'.join(dropped)} (system CUDA libraries would shadow the lock's); "
+                f"now '{env['LD_LIBRARY_PATH']}'"
+            )
+        if not env["LD_LIBRARY_PATH"]:
+            del env["LD_LIBRARY_PATH"]
+    return env
+
+
+def require_gpu(python: str, env: dict, devices: Path = Path("/dev")) -> None:
+    """Stop early, with the true cause, when this session has no GPU or jax cannot use it.
+
+    The probe runs with `JAX_PLATFORMS=cuda`, so that jax raises instead of falling back to the CPU;
+    its last lines (say "Unable to load cuSPARSE", or a driver too old) end the kernel's log.
+    """
+    if not any((devices / name).exists() for name in GPU_DEVICES):
         sys.exit(
-            f"attngeom kernel: no GPU in this session (jax sees '{found or 'nothing'}'); Kaggle gives GPUs "
-            "only to phone-verified accounts with GPU quota left"
+            f"attngeom kernel: no GPU attached to this session (none of {', '.join(GPU_DEVICES)} in {devices}): "
+            "push the kernel with a GPU accelerator (enable_gpu in kernel-metadata.json, --accelerator)"
         )
+    probe = "import jax; print(jax.devices()[0].platform)"
+    cmd = [python, "-c", probe]
+    done = subprocess.run(cmd, check=False, env=dict(env, JAX_PLATFORMS="cuda"), capture_output=True, text=True)
+    if done.returncode == 0 and done.stdout.strip() == "gpu":
+        return
+    print(done.stderr, end="", flush=True)
+    last = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()][-6:]
+    shown = "\n".join(f"    {line}" for line in last) or "    (no output)"
+    sys.exit(
+        f"attngeom kernel: a GPU is attached but jax cannot use it (probe exit status {done.returncode}, "
+        f"JAX_PLATFORMS=cuda); the probe's last lines:\n{shown}"
+    )
 
 
 def stamp_manifest(out: Path, settings: dict) -> None:
@@ -124,11 +208,7 @@ def main(settings: dict, source_b64: str) -> None:
     repo = scratch / "repo"
     unpack(source_b64, settings["SOURCE_SHA256"], repo)
     python = interpreter(scratch, repo)
-    env = dict(os.environ, PYTHONPATH=str(repo / "src"))
-    if env.get("ATTNGEOM_MIRROR"):  # relative to this folder, not to the unpacked source where training runs
-        env["ATTNGEOM_MIRROR"] = str(Path(env["ATTNGEOM_MIRROR"]).expanduser().resolve())
-    if on_kaggle:
-        env["CUDA_VISIBLE_DEVICES"] = env.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0]  # one kernel, one GPU
+    env = kernel_env(repo, on_kaggle)
     if on_kaggle and settings["PRESET"] != "smoke":  # the smoke preset trains on whatever jax finds
         require_gpu(python, env)
     out = work / settings["OUTPUT_DIR"]
