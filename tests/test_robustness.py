@@ -38,7 +38,7 @@ def windowed_root(published_root, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def measured(windowed_root):
     models = bundles.load_models(windowed_root)
-    robust, files = robustness.measure(windowed_root, models)
+    robust, files = robustness.measure(bundles.list_bundles(windowed_root), models)
     return models, robust, files
 
 
@@ -80,10 +80,10 @@ def test_aggregates_equal_a_direct_computation(measured, windowed_root):
         per_seed = {}
         for s in seeds:
             model = model0 if s == 0 else bundles.load_model(windowed_root / QK, variant, s)
-            ev = robustness.evidence(model.files["geom"].parent, variant, s, model)
-            per_seed[s] = [direct(robustness.window(ev, w)) for w in range(W)]
+            ev = bundles.load_windowed(model.files["geom"].parent, variant, s, model)
+            per_seed[s] = [direct(bundles.window(ev, w)) for w in range(W)]
         section = robust[variant]
-        for key in robustness.COUNTS:
+        for key in section["counts"]:
             assert section["counts"][key]["count"] == sum(d[key] for ws in per_seed.values() for d in ws)
         for key, stat in section["statistics"].items():
             values = [d[key] for s in seeds for d in per_seed[s]]
@@ -118,7 +118,7 @@ def test_a_tampered_window_flips_the_theorem_count(windowed_root, tmp_path):
     k = npz_array(path, "k_WLHTD")
     k[2, 1, 3, 40] = k[2, 1, 3, 100]  # a duplicated key lies in the others' hull, and so does its twin
     rewrite_npz(path, k_WLHTD=k)
-    robust, _ = robustness.measure(root, bundles.load_models(root))
+    robust, _ = robustness.measure(bundles.list_bundles(root), bundles.load_models(root))
     assert robust["yat_b"]["counts"]["keys_inside_hull"]["count"] == 2
     assert robust["yat_b"]["counts"]["keys_inside_hull"]["per_seed"]["0"] == [0, 0, 2]
     assert robust["softmax"]["counts"]["keys_inside_hull"]["count"] == 0
@@ -130,7 +130,7 @@ def test_a_tampered_window_flips_the_theorem_count(windowed_root, tmp_path):
 
 def test_one_window_of_one_seed_adds_nothing(published_root):
     models = bundles.load_models(published_root)
-    assert robustness.measure(published_root, models) == ({}, [])
+    assert robustness.measure(bundles.list_bundles(published_root), models) == ({}, [])
     assert "one window of one seed" in report.robustness_lines({})[0]
 
 
@@ -154,7 +154,7 @@ def test_a_malformed_windows_file_is_one_input_error(windowed_root, tmp_path, ta
     path = root / GOAT / "windows_goat_v_s0.npz"
     rewrite_npz(path, **tamper(path))
     with pytest.raises(InputError, match=match) as info:
-        robustness.measure(root, bundles.load_models(root))
+        robustness.measure(bundles.list_bundles(root), bundles.load_models(root))
     assert "windows_goat_v_s0.npz" in str(info.value)
 
 

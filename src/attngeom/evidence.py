@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attngeom.bundles import ModelEvidence
+from attngeom.bundles import Listing, ModelEvidence
 from attngeom.errors import InputError
 from attngeom.fetch import BUNDLE_BASE, PUBLISHED_BUNDLES, REGISTRY
 from attngeom.training.config import PRESETS
@@ -52,10 +52,11 @@ SCOPE_WORDS = {
 }
 
 
-def find_manifests(root: Path) -> dict[Path, dict]:
-    """The run manifests that describe `root`: those under it, else the nearest one up to two folders above."""
+def find_manifests(root: Path, listing: Listing | None = None) -> dict[Path, dict]:
+    """The run manifests that describe `root`: those under it (from `listing`, its files searched once
+    already, when given), else the nearest one up to two folders above."""
+    below = listing.named(MANIFEST) if listing is not None else sorted(Path(root).rglob(MANIFEST))
     root = Path(root).resolve()
-    below = sorted(root.rglob(MANIFEST))
     if below:
         return {p: read_manifest(p) for p in below}
     for parent in (root.parent, root.parent.parent):
@@ -91,11 +92,14 @@ def _check_reached(models: dict[str, ModelEvidence], stop: int) -> None:
             )
 
 
-def describe(models: dict[str, ModelEvidence], root: Path, hashes: dict[Path, str]) -> Evidence:
-    """What the bundles are, from their sha256, their cfg and any run manifest beside them."""
+def describe(
+    models: dict[str, ModelEvidence], root: Path, hashes: dict[Path, str], listing: Listing | None = None
+) -> Evidence:
+    """What the bundles are, from their sha256, their cfg and any run manifest beside them (`listing`:
+    the folder's files, searched once already)."""
     if hashes and set(hashes.values()) <= PUBLISHED_SHA256:
         return Evidence("published bundles", "published", "all", "every file has the sha256 of the author's bundles")
-    manifests = find_manifests(root)
+    manifests = find_manifests(root, listing)
     stop = _stop(models, manifests)
     preflight = next((d["preflight"] for d in manifests.values() if isinstance(d.get("preflight"), dict)), None)
     errors = [f"{p}: the run recorded an error ({d['error']})" for p, d in manifests.items() if d.get("error")]

@@ -22,10 +22,10 @@ from matplotlib.colors import ListedColormap
 
 from attngeom import figures_toy, html_report, report_set, schema, stats
 from attngeom.bundles import ModelEvidence, load_models
-from attngeom.claims import checkpoint_labels
 from attngeom.drawing import COLORS, STYLE, new_figure, save_gif
 from attngeom.errors import InputError
 from attngeom.files import sha256_file, shown, write_json_atomic
+from attngeom.statistics import checkpoint_labels
 from attngeom.variants import variant
 
 FIGURE_VARIANTS = ("softmax", "yat_b")

@@ -8,11 +8,11 @@ figures as base64 data URIs), so the file opens from disk with no network. The p
 from __future__ import annotations
 
 import base64
-import json
 import re
 from html import escape
 from pathlib import Path
 
+from attngeom import schema
 from attngeom.files import write_atomic
 from attngeom.report import source_note, statistics_rows
 
@@ -222,7 +222,7 @@ def _figure_entries(folder: Path) -> list[dict]:
     """The figures' titles and captions from figures.json, else each GIF under its file name."""
     meta = folder / FIGURES_JSON
     if meta.is_file():
-        entries = json.loads(meta.read_text(encoding="utf-8"))["figures"]
+        entries = schema.read_json(meta, schema.FIGURES_JSON)["figures"]
         return [e for e in entries if (folder / e["file"]).is_file()]
     return [{"file": p.name, "title": p.stem, "caption": ""} for p in sorted(folder.glob("*.gif"))]
 

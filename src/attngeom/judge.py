@@ -135,10 +135,13 @@ def _measure(entry: dict, results: dict):
         raise RuntimeError(f"claim {entry['id']}: {entry['function']} raised {type(exc).__name__}: {exc}") from exc
 
 
-def judge_all(results: dict, tier: str, scope: str = "all", stopped_after: int | None = None) -> list[dict]:
-    """One row per claim in expected/, and for a run stopped early one per statistic at each step it reached."""
-    rerun = expected.load_rerun()
-    entries = expected.load_claims()
+def judge_all(
+    results: dict, tier: str, scope: str = "all", stopped_after: int | None = None, claims: list[dict] | None = None
+) -> list[dict]:
+    """One row per claim in expected/ (`claims`: its entries, when read already), and for a run stopped
+    early one per statistic at each step it reached."""
+    entries = list(expected.load_claims() if claims is None else claims)
+    rerun = expected.load_rerun(claims=entries)
     if scope == "truncated" and stopped_after is not None:
         entries += stopped_run_entries(stopped_after)
     rows = []

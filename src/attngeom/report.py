@@ -10,15 +10,15 @@ import sys
 from pathlib import Path
 
 from attngeom import fetch
-from attngeom.claims import checkpoint_labels
-from attngeom.files import git_commit, machine, sha256_file, shown, versions, write_atomic
+from attngeom.files import git_commit, machine, shown, versions, write_atomic
+from attngeom.statistics import checkpoint_labels
 
 
-def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
-    """Where the judgement came from: inputs and where each came from, expected values, software,
-    machine, date, command."""
+def provenance(inputs: dict[Path, str], expected_sha: dict[str, str]) -> dict:
+    """Where the judgement came from: inputs (path -> sha256, hashed once by the caller) and where each
+    came from, expected values, software, machine, date, command."""
     return {
-        "inputs": {shown(p): sha256_file(p) for p in inputs},
+        "inputs": {shown(p): sha for p, sha in inputs.items()},
         "sources": {shown(p): fetch.origin(p) for p in inputs},
         "expected_sha256": expected_sha,
         "versions": versions(),
@@ -36,7 +36,7 @@ def _cell(text: str) -> str:
 def statistics_rows(results: dict) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """Per-model statistics, quoted or not: the models, then (label, one cell per model) rows.
 
-    Checkpoints are labelled as the claims count them (claims.checkpoint_labels: 12,000 for the
+    Checkpoints are labelled as the claims count them (statistics.checkpoint_labels: 12,000 for the
     map stored under step11999).
     """
     models = results["models"]

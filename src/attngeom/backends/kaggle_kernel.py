@@ -5,7 +5,7 @@ filled in at build time) and a `run.json` naming the variants its bundle holds. 
 script is the program in `kernel_main` followed by the run's settings and this package's own
 source, `expected/` and the hash-pinned CUDA lock as one base64 tar.gz, so the kernel trains
 with exactly the code of this checkout: it installs the lock with uv and `--require-hashes`
-into a fresh environment, runs `python -m attngeom rerun --backend local` and leaves the bundle
+into a fresh environment, runs `python -m attngeom rerun` and leaves the bundle
 folder with its `manifest.json` under `attngeom-run/` in the working directory, which Kaggle
 keeps as output.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 from attngeom.backends import kernel_main
 from attngeom.errors import InputError
 from attngeom.files import REPO
-from attngeom.training.rerun import PRESET_NAMES
+from attngeom.training.config import PRESET_NAMES
 
 KAGGLE_DIR = REPO / "kaggle"
 GPU_LOCK = REPO / "requirements-cuda.lock"  # also the Docker image's: the project's pins plus jax's CUDA 12 wheels

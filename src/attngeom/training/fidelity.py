@@ -270,7 +270,7 @@ def run_preflight(folder, variants: tuple[str, ...], requested: int | None) -> N
 
 def run(args: argparse.Namespace) -> int:
     """Check, print the table, write fidelity.json; 0 match, 1 mismatch."""
-    from attngeom.training.rerun import deterministic_device
+    from attngeom.training.device import deterministic_device
     from attngeom.training.runs import new_run_dir
 
     _validate(args.variants, args.steps)

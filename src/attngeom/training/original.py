@@ -8,7 +8,7 @@ environment) touches nothing else. The driver:
   so the script never reaches the network;
 - executes the script's source as a module whose `__file__` lies in a scratch folder (it writes
   its `results/` beside itself), with the paper configuration (`SMOKE` unset) and telemetry on;
-- applies the device settings of this harness (`rerun.deterministic_device`), so both sides run
+- applies the device settings of this harness (`device.deterministic_device`), so both sides run
   under the same XLA flags and matmul precision;
 - sets the step count to N and the validation batches to 1 (evaluation only; training is
   unchanged), and calls the script's own `run_variant(variant, 0, lr)` for each variant;
@@ -98,7 +98,7 @@ def run(job: dict) -> None:
     for name in ("SMOKE", "NORMSWAP", "GEOMETRY", "SWEEP_LRS", "LR_SOFTMAX", "LR_YAT"):
         os.environ.pop(name, None)
     os.environ["TELEMETRY"] = "1"
-    from attngeom.training.rerun import deterministic_device
+    from attngeom.training.device import deterministic_device
 
     deterministic_device()
     import jax
