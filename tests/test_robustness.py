@@ -16,7 +16,7 @@ from bundle_tools import (
     rewrite_npz,
 )
 
-from attngeom import bundles, claims, html_report, report, results, robustness, stats
+from attngeom import bundles, claims, html_report, report, results, robustness, statistics
 from attngeom.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,24 +43,9 @@ def measured(windowed_root):
 
 
 def direct(model) -> dict:
-    """Every robustness statistic of a one-window model, through results.py and the claim functions."""
+    """Every statistic of a one-window model, through results.py and the table's reading of results.json."""
     r = {"models": {"m": results.model_results(model)}}
-    one = r["models"]["m"]
-    out = {
-        "scale_moved_rows": claims.scale_moved_rows(r, "m"),
-        "keys_inside_hull": claims.keys_inside_hull(r, "m"),
-        **{f"scale_changed@{t:g}": claims.scale_changed_fraction(r, "m", t) for t in stats.SCALES},
-        "mean_norm_entropy_final": claims.mean_norm_entropy(r, "m"),
-        "distinct_winners_first": claims.distinct_winners(r, "m", "first"),
-        "distinct_winners_last": claims.distinct_winners(r, "m", "last"),
-        "winner_is_nearest": one["winner_is_nearest"],
-        "winner_is_aligned": one["winner_is_aligned"],
-        "sweep_max_changed": claims.sweep_max_changed(r, "m"),
-        "census_distinct_final": list(one["census_head"]["distinct_by_step"].values())[-1],
-    }
-    if model.b_LH is not None:
-        out["reconstruction_max_abs"] = claims.reconstruction_error(r, "m")
-    return out
+    return {key: statistics.value(r, "m", key) for key in statistics.applicable(model)}
 
 
 def test_every_window_and_seed_is_found(measured, windowed_root):

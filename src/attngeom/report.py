@@ -11,7 +11,7 @@ from pathlib import Path
 
 from attngeom import fetch
 from attngeom.files import git_commit, machine, shown, versions, write_atomic
-from attngeom.statistics import checkpoint_labels
+from attngeom.statistics import TABLE, checkpoint_labels
 
 
 def provenance(inputs: dict[Path, str], expected_sha: dict[str, str]) -> dict:
@@ -73,6 +73,11 @@ def statistics_rows(results: dict) -> tuple[list[str], list[tuple[str, list[str]
         ),
         ("largest change in the 41-scale sweep (layer 1, head 1)", lambda m: f"{max(m['scale_sweep']['changed']):.1%}"),
         ("best validation loss, nats (bits per character)", lambda m: f"{m['best_val']:.4f} ({m['bpc']:.3f})"),
+        *(  # the table's statistics results.json holds under their own names
+            (s.label, lambda m, key=key, s=s: f"{m[key]:{s.fmt}}" if key in m else "-")
+            for key, s in TABLE.items()
+            if s.read is None
+        ),
     ]
     return list(models), [(label, [get(m) for m in models.values()]) for label, get in rows]
 

@@ -111,6 +111,7 @@ class Statistic:
     needs: str = "any"  # the bundles it needs: "any", or "kernel" (a learned b and eps)
     out_of: Callable[[Measures], int] | None = None  # a theorem count: how many it counts over, per window
     read: Callable[[dict], float | int] | None = None  # where results.json's model entry has long held its value
+    fmt: str = ".4f"  # how the report shows a statistic results.json holds under its own name
 
     def applies(self, model: ModelEvidence) -> bool:
         """Whether the model's bundles hold what the statistic needs."""
