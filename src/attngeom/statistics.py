@@ -196,6 +196,11 @@ TABLE: dict[str, Statistic] = {
         ),
         read=lambda r: list(r["census_head"]["distinct_by_step"].values())[-1],
     ),
+    "winner_share_final": Statistic(
+        "share of its row the winner holds, final map (mean over rows and heads)",
+        "share",
+        lambda m: stats.winner_share(m.ev.maps[m.steps[-1]], m.ev.strict).mean((1, 2)),
+    ),
     "reconstruction_max_abs": Statistic(
         "kernel weights recomputed from q, k, b, eps: largest error",
         "weight",

@@ -126,6 +126,23 @@ def norm_entropy(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
     return (-plogp.sum(-1) / np.log(n_keys)).mean(-1)
 
 
+def winner_share(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
+    """Mean share of its row that each scorable row's winner holds, per head: (L, H).
+
+    The posts shade each owner darker "the more of the row the winner holds": the winner's weight
+    over the row's weight on its available keys (a softmax row sums to 1, a kernel row to
+    S/(S + 1e-9), anything in [0, 1), so both are renormalised). A row of n keys gives a share in
+    [1/n, 1]; a row of no weight at all (a kernel row whose scores all vanish) singles out no key,
+    and counts as 1/n, the share of an even row.
+    """
+    T = attn_LHTT.shape[-1]
+    first = laws.first_scorable(strict)
+    p = np.where(laws.available_TT(T, strict), attn_LHTT.astype(np.float64), 0.0)[..., first:, :]
+    top, total = p.max(-1), p.sum(-1)
+    n_keys = np.arange(first, T) + (0 if strict else 1)
+    return np.where(total > 0, top / np.where(total > 0, total, 1.0), 1.0 / n_keys).mean(-1)
+
+
 def reconstruction_gap(model: ModelEvidence, score: Scorer | None = None) -> np.ndarray:
     """Per head, largest |kernel weights recomputed from exported q, k, b, eps - exported attn|: (..., L, H)."""
     T = model.attn_LHTT.shape[-1]
