@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from attngeom import bundles, claims, laws, results, statistics, stats
-from attngeom.bundles import ModelEvidence
+from attngeom.bundles import BundleModel
 
 L, H, T, D = 4, 2, 8, 3
 
 
-def _model(variant: str) -> ModelEvidence:
+def _model(variant: str) -> BundleModel:
     """A small model whose maps follow its law: softmax rows of q.k, kernel rows of kappa / (S + 1e-9)."""
     rng = np.random.default_rng(1)
     q, k = (rng.standard_normal((L, H, T, D)).astype(np.float16) for _ in range(2))
@@ -34,11 +34,11 @@ def _model(variant: str) -> ModelEvidence:
     maps = np.nan_to_num(maps).astype(np.float16)  # a strict mask's row 0 has no key at all
     run = {"best_val": 1.5} | ({"b_learned": b.tolist(), "eps_learned": eps.tolist()} if kernel else {})
     tokens = np.arange(T, dtype=np.int32)
-    return ModelEvidence(variant, 0, tokens, {0: maps, 9: maps}, q, k, maps, run, {"STEPS": 10})
+    return BundleModel(variant, 0, tokens, {0: maps, 9: maps}, q, k, maps, run, {"STEPS": 10})
 
 
 @pytest.fixture(scope="module", params=["softmax", "yat_b", "goat_v"])
-def judged(request) -> tuple[ModelEvidence, dict]:
+def judged(request) -> tuple[BundleModel, dict]:
     model = _model(request.param)
     return model, {"models": {"m": results.model_results(model)}}
 
@@ -69,7 +69,7 @@ def test_the_window_axis_gives_the_same_values_window_by_window(judged):
         assert both[key].shape == (2,) and both[key] == pytest.approx(np.repeat(values, 2), abs=1e-12), key
 
 
-def _twice(windowed: ModelEvidence) -> dict:
+def _twice(windowed: BundleModel) -> dict:
     """The per-window arrays of one-window evidence, on two identical windows."""
     return {
         "tokens_T": np.repeat(windowed.tokens_T, 2, 0),

@@ -287,3 +287,21 @@ def test_a_smoke_rerun_is_recognised_without_flags(tmp_path):
         assert rows["scale.softmax.moved"] == "PASS" and rows["entropy.yat_b"] == "SKIP"
     proc = cli("--bundles", str(run), "--tier", "published", "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert "warning: --tier published overrides the rerun tier" in proc.stderr
+
+
+def test_the_statistics_run_blas_on_one_thread(published_root, tmp_path, monkeypatch):
+    """The hull census's products run inside verify with BLAS on one thread, whatever the machine's default."""
+    from threadpoolctl import threadpool_info
+
+    from attngeom import hull, verify
+
+    seen, census = [], hull.inside_hull
+
+    def recording(k):
+        seen.extend(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+        return census(k)
+
+    monkeypatch.setattr(hull, "inside_hull", recording)
+    verify.run_verify(published_root, tmp_path / "out", variants=("softmax",))
+    assert seen and set(seen) == {1}
+    assert any(p["user_api"] == "blas" for p in threadpool_info())  # a BLAS is there to limit

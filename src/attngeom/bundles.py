@@ -46,7 +46,7 @@ def windows_file(folder: Path, variant: str, seed: int) -> Path:
 
 
 @dataclass(frozen=True)
-class ModelEvidence:
+class BundleModel:
     """Everything one trained model left on the fixed window, as the bundle stores it."""
 
     variant: str
@@ -76,7 +76,7 @@ class ModelEvidence:
         return _scalars(self, "eps_learned")
 
 
-def _scalars(model: ModelEvidence, key: str) -> np.ndarray | None:
+def _scalars(model: BundleModel, key: str) -> np.ndarray | None:
     if key not in model.run:
         return None
     return np.asarray(model.run[key], dtype=np.float64)
@@ -94,8 +94,8 @@ def _find_run(path: Path, data: dict, variant: str, seed: int) -> dict:
     return runs[0]
 
 
-def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
-    """Load and validate one model's evidence from a bundle folder."""
+def load_model(folder: Path, variant: str, seed: int = 0) -> BundleModel:
+    """Load and validate one model from a bundle folder."""
     folder = Path(folder)
     attn_path = attn_file(folder, variant, seed)
     geom_path = geom_file(folder, variant, seed)
@@ -142,7 +142,7 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
                 raise InputError(f"{json_path}: '{key}' of {variant} has shape {arr.shape}, expected {(L, H)}")
             if not np.isfinite(arr).all() or (arr <= 0).any():
                 raise InputError(f"{json_path}: '{key}' of {variant} holds non-finite or non-positive values")
-    return ModelEvidence(
+    return BundleModel(
         variant=variant,
         seed=seed,
         tokens_T=geom["tokens"],
@@ -204,7 +204,7 @@ def load_models(
     seed: int = 0,
     heads: dict[str, tuple[int, int]] | None = None,
     listing: Listing | None = None,
-) -> dict[str, ModelEvidence]:
+) -> dict[str, BundleModel]:
     """Load every requested variant from a folder of bundles (searched, unless `listing` holds the
     search already); a missing one is an InputError.
 
@@ -302,8 +302,8 @@ def write_run_json(folder: Path, results: list, cfg) -> None:
     write_json_atomic(Path(folder) / RUN_JSON, run_json(results, cfg))
 
 
-def read_windows(path: Path, model: ModelEvidence) -> ModelEvidence:
-    """The model's evidence on every window of `path`, validated against its bundle: q, k, attn and
+def read_windows(path: Path, model: BundleModel) -> BundleModel:
+    """The model on every window of `path`, validated against its bundle: q, k, attn and
     maps gain a leading window axis W (tokens become tokens_WT)."""
     data = schema.load_npz(path)
     schema.require_keys(path, data, ("tokens_WT", "steps", "q_WLHTD", "k_WLHTD"))
@@ -336,8 +336,8 @@ def read_windows(path: Path, model: ModelEvidence) -> ModelEvidence:
     )
 
 
-def _each_array(model: ModelEvidence, f) -> ModelEvidence:
-    """The evidence with `f` applied to every per-window array (tokens, maps, q, k, attn)."""
+def _each_array(model: BundleModel, f) -> BundleModel:
+    """The model with `f` applied to every per-window array (tokens, maps, q, k, attn)."""
     return replace(
         model,
         tokens_T=f(model.tokens_T),
@@ -348,17 +348,17 @@ def _each_array(model: ModelEvidence, f) -> ModelEvidence:
     )
 
 
-def fixed_window_only(model: ModelEvidence) -> ModelEvidence:
+def fixed_window_only(model: BundleModel) -> BundleModel:
     """A bundle without extra windows: its fixed window as a window axis of length 1."""
     return _each_array(model, lambda a: a[None])
 
 
-def window(windowed: ModelEvidence, w: int | slice) -> ModelEvidence:
-    """Window w of windowed evidence, as an ordinary one-window model (a slice keeps the window axis)."""
+def window(windowed: BundleModel, w: int | slice) -> BundleModel:
+    """Window w of a windowed model, as an ordinary one-window model (a slice keeps the window axis)."""
     return _each_array(windowed, lambda a: a[w])
 
 
-def load_windowed(folder: Path, variant: str, seed: int, loaded: ModelEvidence | None = None) -> ModelEvidence:
+def load_windowed(folder: Path, variant: str, seed: int, loaded: BundleModel | None = None) -> BundleModel:
     """One seed's model on all its windows (its fixed window alone when it has no windows file); `loaded`:
     the model read from its bundle already."""
     model = loaded if loaded is not None else load_model(folder, variant, seed)

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attngeom.bundles import Listing, ModelEvidence
+from attngeom.bundles import BundleModel, Listing
 from attngeom.errors import InputError
 from attngeom.fetch import BUNDLE_BASE, PUBLISHED_BUNDLES, REGISTRY
 from attngeom.training.config import PRESETS
@@ -73,7 +73,7 @@ def _one(values: dict[str, object], what: str):
     return next(iter(values.values()), None)
 
 
-def _stop(models: dict[str, ModelEvidence], manifests: dict[Path, dict]) -> int | None:
+def _stop(models: dict[str, BundleModel], manifests: dict[Path, dict]) -> int | None:
     stops = {f"{v} cfg STOPPED_AFTER": m.cfg.get("STOPPED_AFTER") for v, m in models.items()}
     stops |= {f"{p.parent.name}/{MANIFEST} stopped_after": d.get("stopped_after") for p, d in manifests.items()}
     stop = _one(stops, "stops")
@@ -82,7 +82,7 @@ def _stop(models: dict[str, ModelEvidence], manifests: dict[Path, dict]) -> int 
     return stop
 
 
-def _check_reached(models: dict[str, ModelEvidence], stop: int) -> None:
+def _check_reached(models: dict[str, BundleModel], stop: int) -> None:
     want = [s for s in PAPER_TELEMETRY if s <= stop]
     for v, m in models.items():
         if sorted(m.maps) != want:
@@ -93,7 +93,7 @@ def _check_reached(models: dict[str, ModelEvidence], stop: int) -> None:
 
 
 def describe(
-    models: dict[str, ModelEvidence], root: Path, hashes: dict[Path, str], listing: Listing | None = None
+    models: dict[str, BundleModel], root: Path, hashes: dict[Path, str], listing: Listing | None = None
 ) -> Evidence:
     """What the bundles are, from their sha256, their cfg and any run manifest beside them (`listing`:
     the folder's files, searched once already)."""

@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 
 from attngeom import schema
+from attngeom.documents import Report, Results
 from attngeom.files import write_atomic
 from attngeom.report import source_note, statistics_rows
 
@@ -315,7 +316,7 @@ def _provenance(report: dict) -> str:
 <table id="inputs"><thead><tr><th>input</th><th>where it came from</th><th>sha256</th></tr></thead><tbody>{inputs}</tbody></table>"""
 
 
-def render(out_dir: Path, report: dict, results: dict) -> str:
+def render(out_dir: Path, report: Report, results: Results) -> str:
     """The whole page as a string."""
     n_models = len(results.get("models", {}))
     return f"""<!DOCTYPE html>
@@ -341,7 +342,7 @@ def render(out_dir: Path, report: dict, results: dict) -> str:
 """
 
 
-def write_html(out_dir: Path, report: dict, results: dict) -> Path:
+def write_html(out_dir: Path, report: Report, results: Results) -> Path:
     """Write `out_dir/index.html` (figures embedded when `out_dir/figures/` holds them)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

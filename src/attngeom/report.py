@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 from attngeom import fetch
+from attngeom.documents import Provenance, Report, Results
 from attngeom.files import git_commit, machine, shown, versions, write_atomic
 from attngeom.statistics import TABLE, checkpoint_labels
 
 
-def provenance(inputs: dict[Path, str], expected_sha: dict[str, str]) -> dict:
+def provenance(inputs: dict[Path, str], expected_sha: dict[str, str]) -> Provenance:
     """Where the judgement came from: inputs (path -> sha256, hashed once by the caller) and where each
     came from, expected values, software, machine, date, command."""
     return {
@@ -33,7 +34,7 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").replace("\t", " ")
 
 
-def statistics_rows(results: dict) -> tuple[list[str], list[tuple[str, list[str]]]]:
+def statistics_rows(results: Results) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """Per-model statistics, quoted or not: the models, then (label, one cell per model) rows.
 
     Checkpoints are labelled as the claims count them (statistics.checkpoint_labels: 12,000 for the
@@ -82,7 +83,7 @@ def statistics_rows(results: dict) -> tuple[list[str], list[tuple[str, list[str]
     return list(models), [(label, [get(m) for m in models.values()]) for label, get in rows]
 
 
-def statistics_table(results: dict) -> list[str]:
+def statistics_table(results: Results) -> list[str]:
     """Per-model statistics, quoted or not, as Markdown lines."""
     models, rows = statistics_rows(results)
     lines = ["| statistic | " + " | ".join(models) + " |", "| --- |" + " --- |" * len(models)]
@@ -189,7 +190,7 @@ def robustness_lines(robust: dict) -> list[str]:
     return lines
 
 
-def markdown(report: dict, results: dict) -> str:
+def markdown(report: Report, results: Results) -> str:
     """REPORT.md: the verdict, one table row per claim, then every model's statistics."""
     s = report["summary"]
     lines = [
@@ -260,7 +261,7 @@ def source_note(origin: dict | None) -> str:
     return note + (f"; **stale cache**: {origin['stale']}" if origin.get("stale") else "")
 
 
-def write_report(out: Path, report: dict, results: dict) -> None:
+def write_report(out: Path, report: Report, results: Results) -> None:
     """Write REPORT.md, report.json and results.json into `out`."""
     write_atomic(out / "results.json", json.dumps(results, indent=1) + "\n")
     write_atomic(out / "report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")

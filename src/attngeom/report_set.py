@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attngeom import html_report, schema
+from attngeom.documents import Report, Results
 from attngeom.errors import InputError
 from attngeom.files import replaced_folder, shown
 from attngeom.report import write_report
@@ -56,7 +57,7 @@ def figures_inputs(folder: Path) -> set[str]:
     return set(doc.get("inputs", []))
 
 
-def write_verified(out: Path, report: dict, results: dict) -> None:
+def write_verified(out: Path, report: Report, results: Results) -> None:
     """The set of a verification; figures of other bundles are left out of it."""
     drawn = figures_inputs(Path(out))
     stale = (

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from attngeom import companion, statistics, stats, theorems, toy
-from attngeom.bundles import ModelEvidence
+from attngeom.bundles import BundleModel
+from attngeom.documents import ModelResults, Results
 from attngeom.fetch import COMPANION_URL
 
 
@@ -22,15 +23,15 @@ def _round(x, digits: int = 10):
     return np.round(np.asarray(x, dtype=np.float64), digits).tolist()
 
 
-def model_results(model: ModelEvidence, measures: statistics.Measures | None = None) -> dict:
+def model_results(model: BundleModel, measures: statistics.Measures | None = None) -> ModelResults:
     """All statistics of one trained model on the fixed window (`measures`: its fixed window's, when computed already)."""
     m = measures or statistics.Measures.of(model)
     L, H, T, D = model.q_LHTD.shape
     steps = m.steps
     final = steps[-1]
     changed_LHS = m.changed_WLHS[0]
-    occ = {s: o[0] for s, o in m.occupancy_by_step.items()}
-    entropy_LH = {s: e[0] for s, e in m.entropy_by_step.items()}
+    occ = {s: m.occupancy(s)[0] for s in steps}
+    entropy_LH = {s: m.entropy(s)[0] for s in steps}
     inside_LHT = m.inside_WLHT[0]
     nearest_LH, aligned_LH = (a[0] for a in m.agreement)
     rows = m.rows
@@ -118,7 +119,7 @@ def mathematics_results() -> dict:
     }
 
 
-def quality_results(models: dict[str, ModelEvidence], companion_runs: Path | None) -> dict:
+def quality_results(models: dict[str, BundleModel], companion_runs: Path | None) -> dict:
     """The quoted quality gap's source (the companion's runs, when given) and, as a statistic of
     these bundles only, each kernel model's seed-0 gap to softmax."""
     out: dict = {}
@@ -135,10 +136,10 @@ def quality_results(models: dict[str, ModelEvidence], companion_runs: Path | Non
 
 
 def compute_results(
-    models: dict[str, ModelEvidence],
+    models: dict[str, BundleModel],
     companion_runs: Path | None = None,
     measures: dict[str, statistics.Measures] | None = None,
-) -> dict:
+) -> Results:
     """results.json: every model's statistics, the quality gaps and the mathematics (`measures`: each
     model's fixed-window measures, when the caller keeps them for the robustness pass)."""
     return {

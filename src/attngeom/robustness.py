@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from attngeom import bundles, expected, statistics
-from attngeom.bundles import ModelEvidence
+from attngeom.bundles import BundleModel
 
 
 def summary(values) -> dict:
@@ -42,7 +42,7 @@ def published_value(claims: list[dict], variant: str, claim: tuple[str, dict] | 
     return None
 
 
-def seed_sources(listing: bundles.Listing, models: dict[str, ModelEvidence]) -> dict[str, dict[int, Path]]:
+def seed_sources(listing: bundles.Listing, models: dict[str, BundleModel]) -> dict[str, dict[int, Path]]:
     """Per variant, every seed under the listed folder and the folder of its bundle files."""
     return {
         variant: {
@@ -54,9 +54,9 @@ def seed_sources(listing: bundles.Listing, models: dict[str, ModelEvidence]) -> 
 
 
 def seed_values(
-    model: ModelEvidence, folder: Path, seed: int, plain: statistics.Measures
-) -> tuple[dict[str, np.ndarray], ModelEvidence]:
-    """One seed's statistics on each of its windows, and its windowed evidence. For the judged
+    model: BundleModel, folder: Path, seed: int, plain: statistics.Measures
+) -> tuple[dict[str, np.ndarray], BundleModel]:
+    """One seed's statistics on each of its windows, and its windowed model. For the judged
     model's own seed, window 0 is `plain`'s (the fixed window's measures of the plain pass)."""
     if seed != model.seed:
         windowed = bundles.load_windowed(folder, model.variant, seed)
@@ -70,10 +70,10 @@ def seed_values(
 
 
 def model_robustness(
-    variant: str, values: dict[int, dict[str, np.ndarray]], per_seed: dict[int, ModelEvidence], claims: list[dict]
+    variant: str, values: dict[int, dict[str, np.ndarray]], per_seed: dict[int, BundleModel], claims: list[dict]
 ) -> dict:
     """One model's theorem counts and statistic distributions over every window and seed (`values`, of
-    the windowed evidence `per_seed`), beside the values `claims` (expected/claims.json) quote."""
+    the windowed models `per_seed`), beside the values `claims` (expected/claims.json) quote."""
     seed0 = min(values)
     shape = statistics.Measures(per_seed[seed0])
     windows = {seed: len(next(iter(v.values()))) for seed, v in values.items()}
@@ -111,7 +111,7 @@ def model_robustness(
 
 def measure(
     listing: bundles.Listing,
-    models: dict[str, ModelEvidence],
+    models: dict[str, BundleModel],
     plain: dict[str, statistics.Measures] | None = None,
     claims: list[dict] | None = None,
 ) -> tuple[dict, list[Path]]:

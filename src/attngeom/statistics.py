@@ -1,12 +1,12 @@
 """The one table of per-model statistics: name, function, unit, label, the bundles it needs.
 
-Every statistic is a function of `Measures`, the arrays one model's evidence yields on W windows
+Every statistic is a function of `Measures`, the arrays one model yields on W windows
 (a leading window axis; the fixed window alone is W = 1), each computed once and shared. It
 returns one value per window, (W,). results.py writes the fixed window's value into results.json
 (where results.json has long held it, `read` says where; a statistic without `read` is written
 under its own name), claims.py reads it back through `read`, robustness.py computes it on every
 window of every seed, summary.py takes its per-step statistics from here, and the report shows
-each one with its label. A window, a seed or an ensemble member is one more evidence for the
+each one with its label. A window, a seed or an ensemble member is one more model measured by the
 same table.
 
 Adding a statistic: one `Statistic` in TABLE, its function, and a test.
@@ -21,83 +21,87 @@ from functools import cached_property
 import numpy as np
 
 from attngeom import hull, stats
-from attngeom.bundles import ModelEvidence, fixed_window_only
+from attngeom.bundles import BundleModel, fixed_window_only
 
 
 class Measures:
     """The shared arrays of one model on W windows (leading axis W), each computed on first use only."""
 
-    def __init__(self, windowed: ModelEvidence) -> None:
-        self.ev = windowed
+    def __init__(self, windowed: BundleModel) -> None:
+        self.model = windowed
+        self._occupancy: dict[int, np.ndarray] = {}
+        self._entropy: dict[int, np.ndarray] = {}
 
     @classmethod
-    def of(cls, model: ModelEvidence) -> Measures:
+    def of(cls, model: BundleModel) -> Measures:
         """The measures of a model's fixed window (W = 1)."""
         return cls(fixed_window_only(model))
 
     @property
     def windows(self) -> int:
         """W."""
-        return int(self.ev.q_LHTD.shape[0])
+        return int(self.model.q_LHTD.shape[0])
 
     @property
     def window_size(self) -> int:
         """T, the positions of a window."""
-        return int(self.ev.q_LHTD.shape[-2])
+        return int(self.model.q_LHTD.shape[-2])
 
     @property
     def heads(self) -> int:
         """L x H, the heads of a window."""
-        return int(np.prod(self.ev.q_LHTD.shape[-4:-2]))
+        return int(np.prod(self.model.q_LHTD.shape[-4:-2]))
 
     @property
     def rows(self) -> int:
         """Scorable rows per head: T - 1 (causal) or T - 2 (strict)."""
-        return self.window_size - 1 - int(self.ev.strict)
+        return self.window_size - 1 - int(self.model.strict)
 
     @property
     def steps(self) -> list[int]:
         """The telemetry steps, in order."""
-        return sorted(self.ev.maps)
+        return sorted(self.model.maps)
 
     @cached_property
     def score(self) -> stats.Scorer:
-        return stats.scorer(self.ev)
+        return stats.scorer(self.model)
 
     @cached_property
     def changed_WLHS(self) -> np.ndarray:
         """Fraction of scorable rows whose winner moves at each of stats.SCALES."""
-        return stats.scale_changed(self.ev, score=self.score)
+        return stats.scale_changed(self.model, score=self.score)
 
-    @cached_property
-    def occupancy_by_step(self) -> dict[int, np.ndarray]:
-        """Per telemetry step, distinct winners / T per head: (W, L, H)."""
-        return {s: stats.occupancy(self.ev.maps[s], self.ev.strict) for s in self.steps}
+    def occupancy(self, step: int) -> np.ndarray:
+        """Distinct winners / T per head at a telemetry step: (W, L, H); each step computed once, when asked."""
+        if step not in self._occupancy:
+            self._occupancy[step] = stats.occupancy(self.model.maps[step], self.model.strict)
+        return self._occupancy[step]
 
-    @cached_property
-    def entropy_by_step(self) -> dict[int, np.ndarray]:
-        """Per telemetry step, the mean normalised entropy per head: (W, L, H)."""
-        return {s: stats.norm_entropy(self.ev.maps[s], self.ev.strict) for s in self.steps}
+    def entropy(self, step: int) -> np.ndarray:
+        """The mean normalised entropy per head at a telemetry step: (W, L, H); each step computed once, when asked."""
+        if step not in self._entropy:
+            self._entropy[step] = stats.norm_entropy(self.model.maps[step], self.model.strict)
+        return self._entropy[step]
 
     @cached_property
     def agreement(self) -> tuple[np.ndarray, np.ndarray]:
         """Per head, the share of rows whose winner is the nearest key and the best-aligned key: (W, L, H) each."""
-        return stats.winner_agreement(self.ev, self.score)
+        return stats.winner_agreement(self.model, self.score)
 
     @cached_property
     def inside_WLHT(self) -> np.ndarray:
         """Which keys lie inside the hull of their head's other keys (the census)."""
-        return hull.inside_hull(self.ev.k_LHTD)
+        return hull.inside_hull(self.model.k_LHTD)
 
     @cached_property
     def sweep_SW(self) -> np.ndarray:
         """The 41-scale sweep's changed fraction on its head, per scale and window."""
-        return stats.scale_sweep(self.ev)
+        return stats.scale_sweep(self.model)
 
     @cached_property
     def reconstruction_WLH(self) -> np.ndarray:
         """Per head, the largest |kernel weights recomputed from q, k, b, eps - exported attn| (kernel models)."""
-        return stats.reconstruction_gap(self.ev, self.score)
+        return stats.reconstruction_gap(self.model, self.score)
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ class Statistic:
     read: Callable[[dict], float | int] | None = None  # where results.json's model entry has long held its value
     fmt: str = ".4f"  # how the report shows a statistic results.json holds under its own name
 
-    def applies(self, model: ModelEvidence) -> bool:
+    def applies(self, model: BundleModel) -> bool:
         """Whether the model's bundles hold what the statistic needs."""
         return self.needs == "any" or model.b_LH is not None
 
@@ -127,7 +131,7 @@ def _distinct_winners(step: str) -> Statistic:
     return Statistic(
         f"distinct winners, {step} checkpoint (mean over heads)",
         "keys",
-        lambda m: m.occupancy_by_step[pick(m.steps)].mean((1, 2)) * m.window_size,
+        lambda m: m.occupancy(pick(m.steps)).mean((1, 2)) * m.window_size,
         ("distinct_winners", {"step": step}),
         read=lambda r: list(r["occupancy_by_step"].values())[0 if step == "first" else -1] * r["setup"]["window"],
     )
@@ -163,7 +167,7 @@ TABLE: dict[str, Statistic] = {
     "mean_norm_entropy_final": Statistic(
         "mean normalised entropy, final map",
         "fraction",
-        lambda m: m.entropy_by_step[m.steps[-1]].mean((1, 2)),
+        lambda m: m.entropy(m.steps[-1]).mean((1, 2)),
         ("mean_norm_entropy", {}),
         read=lambda r: r["mean_norm_entropy_final"],
     ),
@@ -191,15 +195,13 @@ TABLE: dict[str, Statistic] = {
     "census_distinct_final": Statistic(
         "census head (layer 4, head 1) distinct owners, last checkpoint",
         "keys",
-        lambda m: np.round(m.occupancy_by_step[m.steps[-1]][(slice(None), *stats.CENSUS_HEAD)] * m.window_size).astype(
-            int
-        ),
+        lambda m: np.round(m.occupancy(m.steps[-1])[(slice(None), *stats.CENSUS_HEAD)] * m.window_size).astype(int),
         read=lambda r: list(r["census_head"]["distinct_by_step"].values())[-1],
     ),
     "winner_share_final": Statistic(
         "share of its row the winner holds, final map (mean over rows and heads)",
         "share",
-        lambda m: stats.winner_share(m.ev.maps[m.steps[-1]], m.ev.strict).mean((1, 2)),
+        lambda m: stats.winner_share(m.model.maps[m.steps[-1]], m.model.strict).mean((1, 2)),
     ),
     "reconstruction_max_abs": Statistic(
         "kernel weights recomputed from q, k, b, eps: largest error",
@@ -212,19 +214,19 @@ TABLE: dict[str, Statistic] = {
 }
 
 
-def applicable(model: ModelEvidence) -> dict[str, Statistic]:
+def applicable(model: BundleModel) -> dict[str, Statistic]:
     """The table's statistics this model's bundles can show, in table order."""
     return {key: s for key, s in TABLE.items() if s.applies(model)}
 
 
 def on_every_window(measures: Measures) -> dict[str, np.ndarray]:
     """Every applicable statistic on each window: key -> (W,)."""
-    return {key: np.asarray(s.per_window(measures)) for key, s in applicable(measures.ev).items()}
+    return {key: np.asarray(s.per_window(measures)) for key, s in applicable(measures.model).items()}
 
 
 def fixed_window(measures: Measures) -> dict[str, float | int]:
     """The statistics results.json holds under their own names (those without a `read`): their value on window 0."""
-    return {key: s.per_window(measures)[0].item() for key, s in applicable(measures.ev).items() if s.read is None}
+    return {key: s.per_window(measures)[0].item() for key, s in applicable(measures.model).items() if s.read is None}
 
 
 def value(results: dict, model: str, key: str) -> float | int:
@@ -236,8 +238,8 @@ def value(results: dict, model: str, key: str) -> float | int:
 
 # The per-step statistics: name -> (function of the measures at a telemetry step, (W,); digits kept in summaries).
 STEP_STATISTICS: dict[str, tuple[Callable[[Measures, int], np.ndarray], int]] = {
-    "distinct_winners": (lambda m, s: m.occupancy_by_step[s].mean((1, 2)) * m.window_size, 4),
-    "mean_norm_entropy": (lambda m, s: m.entropy_by_step[s].mean((1, 2)), 6),
+    "distinct_winners": (lambda m, s: m.occupancy(s).mean((1, 2)) * m.window_size, 4),
+    "mean_norm_entropy": (lambda m, s: m.entropy(s).mean((1, 2)), 6),
 }
 
 

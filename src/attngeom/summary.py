@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from attngeom import fetch, schema
-from attngeom.bundles import ModelEvidence, list_bundles, load_model
+from attngeom.bundles import BundleModel, list_bundles, load_model
+from attngeom.documents import Report
 from attngeom.errors import InputError
 from attngeom.files import sha256_file, shown, write_json_atomic
 from attngeom.statistics import STEP_STATISTICS, Measures
@@ -40,7 +41,7 @@ def shown_command(command: str) -> str:
     return shlex.join(kept)
 
 
-def statistics(model: ModelEvidence) -> dict[str, dict[str, float]]:
+def statistics(model: BundleModel) -> dict[str, dict[str, float]]:
     """Per telemetry step, the means over heads of the distinct winners (of T keys) and of the normalised
     entropy; per evaluation step, the validation loss."""
     m = Measures.of(model)
@@ -54,13 +55,13 @@ def statistics(model: ModelEvidence) -> dict[str, dict[str, float]]:
 
 
 @functools.cache
-def _published(folder: Path, variant: str) -> tuple[ModelEvidence, dict[str, dict[str, float]]]:
+def _published(folder: Path, variant: str) -> tuple[BundleModel, dict[str, dict[str, float]]]:
     """A published model and its statistics, loaded once however many runs are compared with it."""
     model = load_model(folder, variant, 0)
     return model, statistics(model)
 
 
-def map_differences(run: ModelEvidence, published: ModelEvidence) -> dict[str, dict[str, float]]:
+def map_differences(run: BundleModel, published: BundleModel) -> dict[str, dict[str, float]]:
     """Per telemetry step both hold: largest |difference| of the float16 maps and the share of entries that differ."""
     out = {}
     for step in sorted(set(run.maps) & set(published.maps)):
@@ -73,7 +74,7 @@ def map_differences(run: ModelEvidence, published: ModelEvidence) -> dict[str, d
     return out
 
 
-def _report(run_dir: Path, models: list[ModelEvidence]) -> dict:
+def _report(run_dir: Path, models: list[BundleModel]) -> Report:
     path = run_dir / REPORT / "report.json"
     if not path.is_file():
         raise InputError(

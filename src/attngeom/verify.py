@@ -13,12 +13,20 @@ import argparse
 import sys
 from pathlib import Path
 
+from threadpoolctl import threadpool_limits
+
 from attngeom import bundles, evidence, expected, fetch, judge, report, report_set, robustness, statistics, stats
+from attngeom.documents import EvidenceRecord, Report
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
 from attngeom.files import sha256_file, shown
 from attngeom.options import list_of
 from attngeom.results import compute_results
 from attngeom.variants import PUBLISHED
+
+# BLAS_THREADS: the statistics are many small products (a head's 128 x 64 keys at a time). Beside other
+# busy processes on 2 cores, a threaded BLAS made them far slower than one thread does (the hull
+# census's Gram products of 360 heads: 0.68 s threaded, 0.07 s on one thread), its threads waiting on
+# each other for the cores; so the verify stage runs BLAS on one thread.
 
 
 def judge_evidence(
@@ -57,26 +65,23 @@ def run_verify(
     companion_runs = fetch.fetch_companion()
     claims = expected.load_claims()  # parsed once, for the robustness pass and the judgement
     plain = {name: statistics.Measures.of(m) for name, m in models.items()}
-    robust, robust_inputs = robustness.measure(listing, models, plain, claims)
-    results = {**compute_results(models, companion_runs, plain), "robustness": robust}
+    with threadpool_limits(limits=1, user_api="blas"):  # see BLAS_THREADS
+        robust, robust_inputs = robustness.measure(listing, models, plain, claims)
+        results = {**compute_results(models, companion_runs, plain), "robustness": robust}
     rows = judge.judge_all(results, tier, ev.scope, ev.stopped_after, claims)
     inputs = {**hashes, **{p: sha256_file(p) for p in [*robust_inputs, companion_runs] if p not in hashes}}
-    doc = {
-        "summary": judge.summarise(rows),
-        "tier": tier,
-        "evidence": {
-            "kind": ev.kind,
-            "why": ev.why,
-            "scope": ev.scope,
-            "stopped_after": ev.stopped_after,
-            "line": ev.line(),
-        },
-        "warnings": warnings,
-        "preflight": ev.preflight,
-        "bundles": shown(root),
-        "claims": rows,
-        "provenance": report.provenance(inputs, expected.sha256_of()),
-    }
+    doc = Report(
+        summary=judge.summarise(rows),
+        tier=tier,
+        evidence=EvidenceRecord(
+            kind=ev.kind, why=ev.why, scope=ev.scope, stopped_after=ev.stopped_after, line=ev.line()
+        ),
+        warnings=warnings,
+        preflight=ev.preflight,
+        bundles=shown(root),
+        claims=rows,
+        provenance=report.provenance(inputs, expected.sha256_of()),
+    )
     report_set.write_verified(Path(out), doc, results)
     width = max(len(r["id"]) for r in rows)
     for r in rows:

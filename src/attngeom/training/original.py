@@ -104,6 +104,7 @@ def run(job: dict) -> None:
     import jax
     from flax import nnx
 
+    from attngeom.bundles import attn_file
     from attngeom.training.model import param_stats
 
     workdir, script = Path(job["workdir"]), Path(job["script"])
@@ -116,7 +117,7 @@ def run(job: dict) -> None:
             module.nnx = recorder = Recorder(nnx, param_stats)
             module.run_variant(variant, 0, lr=lr)
             count, total, absolute = recorder.initial
-            with np.load(Path(module.RESULTS_DIR) / f"attn_{variant}_s0.npz") as z:
+            with np.load(attn_file(module.RESULTS_DIR, variant, 0)) as z:
                 maps[variant], tokens_T = z["step0"], z["tokens"]
             result[variant] = {
                 "parameters": count,
