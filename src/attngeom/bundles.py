@@ -193,11 +193,6 @@ def list_bundles(root: Path) -> Listing:
     return Listing(root, models, files)
 
 
-def find_model_folders(root: Path, seed: int = 0) -> dict[str, Path]:
-    """Map each variant found under `root` (searched recursively) to the folder of its geom file."""
-    return list_bundles(root).folders(seed)
-
-
 def load_models(
     root: Path,
     variants: tuple[str, ...] = PUBLISHED,
