@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from attngeom.options import list_of, step_count
+from attngeom.options import list_of, step_count, subcommand, variants_option
 from attngeom.options import seed as seed_option
 from attngeom.training import rerun, runs
 from attngeom.training.config import PRESET_NAMES
@@ -53,11 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the `rerun` subcommand."""
-    p = subparsers.add_parser(
-        "rerun",
-        help="retrain the seed-0 runs on this machine, write the bundles, verify them",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = subcommand(
+        subparsers, "rerun", "retrain the seed-0 runs on this machine, write the bundles, verify them", __doc__
     )
     p.add_argument(
         "--preset",
@@ -67,39 +64,26 @@ def register(subparsers) -> None:
     )
     p.add_argument("--out", type=Path, help="the run folder, new or empty (default: runs/<time>-<preset>-s<seed>)")
     p.add_argument("--steps", type=int, help="training steps (telemetry at 0, steps/10, steps/2, steps-1)")
-    p.add_argument(
-        "--stop-after",
-        type=int,
-        metavar="STEP",
-        help="stop after this step of the schedule (telemetry steps up to it are recorded)",
-    )
     p.add_argument("--seed", type=seed_option, default=0, help="the seed (default 0, the published runs)")
     p.add_argument("--seeds", type=list_of(seed_option), help="several seeds, comma-separated (overrides --seed)")
-    p.add_argument(
-        "--variants",
-        type=list_of(str, TRAINABLE, "variant"),
-        default=PUBLISHED,
-        help=f"comma-separated (default: {','.join(PUBLISHED)})",
-    )
-    p.add_argument(
-        "--windows",
-        type=int,
-        metavar="W",
-        help="record the maps on W windows of the validation text too, the fixed one first (default 16)",
-    )
+    variants_option(p, TRAINABLE, PUBLISHED)
     p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
-    p.add_argument(
-        "--resume",
-        type=Path,
-        metavar="RUN",
-        help="continue an interrupted run folder from its checkpoints (its own options are used)",
-    )
-    p.add_argument(
-        "--preflight",
-        type=step_count,
-        metavar="N",
-        help="first compare N paper-preset steps with the author's script (`fidelity`); "
-        "default 3 on a GPU, 0 (skip) on a CPU",
-    )
+    for flag, kind, metavar, text in (
+        ("--stop-after", int, "STEP", "stop after this step of the schedule (telemetry steps up to it are recorded)"),
+        (
+            "--windows",
+            int,
+            "W",
+            "record the maps on W windows of the validation text too, the fixed one first (default 16)",
+        ),
+        ("--resume", Path, "RUN", "continue an interrupted run folder from its checkpoints (its own options are used)"),
+        (
+            "--preflight",
+            step_count,
+            "N",
+            "first compare N paper-preset steps with the author's script (`fidelity`); default 3 on a GPU, 0 (skip) on a CPU",
+        ),
+    ):
+        p.add_argument(flag, type=kind, metavar=metavar, help=text)
     p.add_argument("--quiet", action="store_true", help="no progress output or evaluation lines")
     p.set_defaults(func=run)
