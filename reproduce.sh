@@ -2,7 +2,7 @@
 # Verify the claims of "The Geometry of Attention Is a Choice of Kernel" and its companion.
 #
 #   ./reproduce.sh [verify] [--bundles DIR] [--out DIR]   judge every quoted number (default)
-#   ./reproduce.sh rerun --backend local --preset smoke   retrain the seed-0 runs, then judge them
+#   ./reproduce.sh rerun --preset smoke                   retrain the seed-0 runs, then judge them
 #   ./reproduce.sh test [pytest args]                     run the test suite
 #   ./reproduce.sh bench verify|train [--quick]           time the verify stage or the training
 #   ./reproduce.sh --help                                 every subcommand

@@ -64,7 +64,7 @@ def add_windows(model, W: int, seed: int = 0) -> None:
     checkpoints' maps are the fixed window's."""
     from dataclasses import replace
 
-    from attngeom import laws, robustness, stats
+    from attngeom import bundles, laws, stats
 
     rng = np.random.default_rng(seed)
     T = model.q_LHTD.shape[-2]
@@ -81,8 +81,8 @@ def add_windows(model, W: int, seed: int = 0) -> None:
     maps = {s: np.repeat(model.maps[s][None], W, axis=0) for s in steps}
     maps[steps[-1]] = np.concatenate([model.maps[steps[-1]][None], final[1:].astype(np.float16)])
     tokens = np.concatenate([model.tokens_T[None], rng.integers(0, 65, (W - 1, T))])
-    path = robustness.windows_path(model.files["geom"].parent, model.variant, model.seed)
-    robustness.write_windows_npz(path, tokens, maps, q, k)
+    path = bundles.windows_file(model.files["geom"].parent, model.variant, model.seed)
+    bundles.write_windows_npz(path, tokens, maps, q, k)
 
 
 def add_seed(folder: Path, variant: str, seed: int, best_val: float) -> None:

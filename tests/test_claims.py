@@ -41,8 +41,8 @@ def test_quality_gap_is_relative_to_the_better_mechanism():
 
 
 def test_inversion_needs_both_sharper_rows_and_more_winners():
-    sharp = {"mean_norm_entropy_final": 0.5, "occupancy_by_step": {"11999": 0.6}}
-    diffuse = {"mean_norm_entropy_final": 0.7, "occupancy_by_step": {"11999": 0.4}}
+    sharp = {"mean_norm_entropy_final": 0.5, "occupancy_by_step": {"11999": 0.6}, "setup": {"window": 128}}
+    diffuse = {"mean_norm_entropy_final": 0.7, "occupancy_by_step": {"11999": 0.4}, "setup": {"window": 128}}
     assert claims.inversion({"models": {"s": sharp, "d": diffuse}}, "s", "d") is True
     assert (
         claims.inversion({"models": {"s": sharp, "d": {**diffuse, "occupancy_by_step": {"11999": 0.7}}}}, "s", "d")

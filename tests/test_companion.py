@@ -59,7 +59,7 @@ def test_a_runs_file_other_than_the_named_one_is_refused(runs_json):
 @pytest.mark.parametrize(
     "text,match",
     [
-        ("not json", "not a readable JSON"),
+        ("not json", "not valid JSON"),
         ('{"summary": {}}', "'curves' list"),
         ('{"curves": []}', "'curves' list"),
         ('{"curves": [3]}', "run 0 is not an object"),

@@ -6,9 +6,10 @@ from bundle_tools import QK, copy_published, stop_after
 
 from attngeom import bundles, evidence, verify
 from attngeom.errors import InputError
+from attngeom.variants import PUBLISHED
 
 
-def _describe(root: Path, variants: tuple[str, ...] = bundles.VARIANTS) -> evidence.Evidence:
+def _describe(root: Path, variants: tuple[str, ...] = PUBLISHED) -> evidence.Evidence:
     models = bundles.load_models(root, variants)
     ev, _, _, _ = verify.judge_evidence(root, models)
     return ev

@@ -134,7 +134,7 @@ def test_the_report_says_where_each_input_came_from_and_on_what_cpu(fake_mirror,
     cached = fetch.fetch(URL)
     local = tmp_path / "local.json"
     local.write_text("{}")
-    prov = report.provenance([cached, local], {})
+    prov = report.provenance({p: files.sha256_file(p) for p in (cached, local)}, {})
     assert prov["sources"][str(local)] == {"source": "local"} and prov["sources"][str(cached)]["stale"]
     assert prov["machine"].endswith(f", {files.cpu_model()}, {os.cpu_count()} cores)")
     cpuinfo = Path("/proc/cpuinfo")

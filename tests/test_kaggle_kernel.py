@@ -25,10 +25,11 @@ from attngeom.backends.kaggle_kernel import (
     kernel_metadata,
     source_archive,
 )
-from attngeom.bundles import VARIANTS, load_models
+from attngeom.bundles import load_models
 from attngeom.errors import InputError
 from attngeom.training.rerun import BUNDLES
 from attngeom.training.runs import require_complete
+from attngeom.variants import PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").resolve()  # from the start
@@ -45,7 +46,7 @@ def test_one_definition_per_original_bundle():
         "attngeom-qk": ("softmax", "yat_b"),
         "attngeom-goat": ("goat_v",),
     }
-    assert sorted(v for d in defs.values() for v in d.variants) == sorted(VARIANTS)
+    assert sorted(v for d in defs.values() for v in d.variants) == sorted(PUBLISHED)
     assert all(set(d.variants) <= set(BUNDLES[name]) for name, d in defs.items())  # where rerun writes them
     for d in defs.values():
         meta = kernel_metadata(d, "reviewer", 2)

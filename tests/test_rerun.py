@@ -1,4 +1,4 @@
-"""`rerun --backend local`: the smoke rerun end to end, the bundle format, interruptions, bad input."""
+"""`rerun`: the smoke rerun end to end, the bundle format, interruptions, bad input."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attngeom import cli
+from attngeom import bundles, cli, rerun
 from attngeom.bundles import RUN_JSON, load_models
 from attngeom.errors import InputError
 from attngeom.files import machine
-from attngeom.training import config, rerun, runs, train
+from attngeom.training import config, device, runs, train
+from attngeom.variants import PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,7 +32,7 @@ def _restore_device_settings(monkeypatch):
 
 
 def test_preset_names_match_the_presets():
-    assert rerun.PRESET_NAMES == tuple(config.PRESETS)
+    assert config.PRESET_NAMES == tuple(config.PRESETS)
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def smoke_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     """One smoke rerun through the command line, as CI and users run it."""
     out = tmp_path_factory.mktemp("smoke") / "run"
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    cmd = [sys.executable, "-m", "attngeom", "rerun", "--backend", "local", "--preset", "smoke", "--out", str(out)]
+    cmd = [sys.executable, "-m", "attngeom", "rerun", "--preset", "smoke", "--out", str(out)]
     cmd.append("--quiet")
     return out, subprocess.run(cmd, check=False, env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
 
@@ -53,14 +54,14 @@ def test_smoke_rerun_trains_writes_and_passes_verification(smoke_run):
     assert {"report/REPORT.md", "report/report.json", "attngeom-qk/yat_attention.json"} <= set(manifest["files"])
     logged = [json.loads(line) for line in (out / runs.TRAIN_LOG).read_text().splitlines()]
     steps = config.PRESETS["smoke"].steps
-    assert [(r["variant"], r["step"]) for r in logged] == [(v, s) for v in rerun.DEFAULT_VARIANTS for s in range(steps)]
+    assert [(r["variant"], r["step"]) for r in logged] == [(v, s) for v in PUBLISHED for s in range(steps)]
 
 
 @pytest.mark.slow
 def test_rerun_bundles_have_the_original_format(smoke_run, published_root):
     out, _ = smoke_run
-    ours = load_models(out, rerun.DEFAULT_VARIANTS)
-    theirs = load_models(published_root, rerun.DEFAULT_VARIANTS)
+    ours = load_models(out, PUBLISHED)
+    theirs = load_models(published_root, PUBLISHED)
     for variant, mine in ours.items():
         orig = theirs[variant]
         for name in ("attn", "geom"):
@@ -172,7 +173,7 @@ def test_rerun_records_the_maps_on_more_windows(smoke_run):
     cfg = config.PRESETS["smoke"]
     W, L, H, T, D = 16, cfg.model.layers, cfg.model.heads, cfg.model.seq_len, cfg.model.head_dim
     steps = list(cfg.telemetry_steps())
-    for variant, model in load_models(out, rerun.DEFAULT_VARIANTS).items():
+    for variant, model in load_models(out, PUBLISHED).items():
         with np.load(model.files["geom"].parent / f"windows_{variant}_s0.npz") as z:
             assert set(z.files) == {"tokens_WT", "steps", "q_WLHTD", "k_WLHTD", *(f"attn_{s}" for s in steps)}
             assert z["tokens_WT"].dtype == np.int32 and z["tokens_WT"].shape == (W, T)
@@ -331,7 +332,7 @@ def test_run_json_summarises_every_seed():
             wall_s=0.0,
         )
 
-    doc = rerun.run_json([fake(0, 1.0), fake(1, 2.0)], config.PRESETS["smoke"])
+    doc = bundles.run_json([fake(0, 1.0), fake(1, 2.0)], config.PRESETS["smoke"])
     assert doc["summary"]["yat_b"]["best_val_mean"] == 1.5 and doc["summary"]["yat_b"]["best_val_std"] == 0.5
     assert [list(r)[:6] for r in doc["runs"]][0] == ["variant", "seed", "best_val", "bpc", "curve", "score_max"]
     assert doc["runs"][1]["b_learned"] == [[1.0, 1.0]]
@@ -344,7 +345,7 @@ def test_training_without_jax_is_one_clear_error(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else real(name, *a))
     with pytest.raises(InputError, match="Python 3.11 or 3.12"):
-        rerun.deterministic_device()
+        device.deterministic_device()
 
 
 @pytest.mark.slow
@@ -352,7 +353,7 @@ def test_the_rerun_report_judges_seed_0_and_shows_every_window(smoke_run):
     out, _ = smoke_run
     report = out / "report"
     robust = json.loads((report / "results.json").read_text())["robustness"]
-    assert set(robust) == set(rerun.DEFAULT_VARIANTS)
+    assert set(robust) == set(PUBLISHED)
     for model in robust.values():
         assert model["seeds"] == [0] and model["windows"] == {"0": 16}
         assert model["counts"]["scale_moved_rows"]["out_of"] > 0

@@ -5,19 +5,19 @@ import numpy as np
 import pytest
 
 from attngeom import results
-from attngeom.bundles import ModelEvidence
+from attngeom.bundles import BundleModel
 
 L, H, T, D = 4, 2, 8, 3
 
 
-def _model(variant: str = "softmax") -> ModelEvidence:
+def _model(variant: str = "softmax") -> BundleModel:
     rng = np.random.default_rng(0)
     q, k = (rng.standard_normal((L, H, T, D)).astype(np.float16) for _ in range(2))
     maps_LHTT = np.tril(rng.random((L, H, T, T))) + np.eye(T)
     maps_LHTT = (maps_LHTT / maps_LHTT.sum(-1, keepdims=True)).astype(np.float16)
     one_hot = np.broadcast_to(np.eye(T, dtype=np.float16), (L, H, T, T))
     run = {"best_val": 1.5}
-    return ModelEvidence(
+    return BundleModel(
         variant, 0, np.arange(T, dtype=np.int32), {0: one_hot, 9: maps_LHTT}, q, k, maps_LHTT, run, {"STEPS": 10}
     )
 

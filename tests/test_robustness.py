@@ -16,7 +16,7 @@ from bundle_tools import (
     rewrite_npz,
 )
 
-from attngeom import bundles, claims, html_report, report, results, robustness, stats
+from attngeom import bundles, claims, html_report, report, results, robustness, statistics
 from attngeom.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,29 +38,14 @@ def windowed_root(published_root, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def measured(windowed_root):
     models = bundles.load_models(windowed_root)
-    robust, files = robustness.measure(windowed_root, models)
+    robust, files = robustness.measure(bundles.list_bundles(windowed_root), models)
     return models, robust, files
 
 
 def direct(model) -> dict:
-    """Every robustness statistic of a one-window model, through results.py and the claim functions."""
+    """Every statistic of a one-window model, through results.py and the table's reading of results.json."""
     r = {"models": {"m": results.model_results(model)}}
-    one = r["models"]["m"]
-    out = {
-        "scale_moved_rows": claims.scale_moved_rows(r, "m"),
-        "keys_inside_hull": claims.keys_inside_hull(r, "m"),
-        **{f"scale_changed@{t:g}": claims.scale_changed_fraction(r, "m", t) for t in stats.SCALES},
-        "mean_norm_entropy_final": claims.mean_norm_entropy(r, "m"),
-        "distinct_winners_first": claims.distinct_winners(r, "m", "first"),
-        "distinct_winners_last": claims.distinct_winners(r, "m", "last"),
-        "winner_is_nearest": one["winner_is_nearest"],
-        "winner_is_aligned": one["winner_is_aligned"],
-        "sweep_max_changed": claims.sweep_max_changed(r, "m"),
-        "census_distinct_final": list(one["census_head"]["distinct_by_step"].values())[-1],
-    }
-    if model.b_LH is not None:
-        out["reconstruction_max_abs"] = claims.reconstruction_error(r, "m")
-    return out
+    return {key: statistics.value(r, "m", key) for key in statistics.applicable(model)}
 
 
 def test_every_window_and_seed_is_found(measured, windowed_root):
@@ -80,10 +65,10 @@ def test_aggregates_equal_a_direct_computation(measured, windowed_root):
         per_seed = {}
         for s in seeds:
             model = model0 if s == 0 else bundles.load_model(windowed_root / QK, variant, s)
-            ev = robustness.evidence(model.files["geom"].parent, variant, s, model)
-            per_seed[s] = [direct(robustness.window(ev, w)) for w in range(W)]
+            ev = bundles.load_windowed(model.files["geom"].parent, variant, s, model)
+            per_seed[s] = [direct(bundles.window(ev, w)) for w in range(W)]
         section = robust[variant]
-        for key in robustness.COUNTS:
+        for key in section["counts"]:
             assert section["counts"][key]["count"] == sum(d[key] for ws in per_seed.values() for d in ws)
         for key, stat in section["statistics"].items():
             values = [d[key] for s in seeds for d in per_seed[s]]
@@ -118,7 +103,7 @@ def test_a_tampered_window_flips_the_theorem_count(windowed_root, tmp_path):
     k = npz_array(path, "k_WLHTD")
     k[2, 1, 3, 40] = k[2, 1, 3, 100]  # a duplicated key lies in the others' hull, and so does its twin
     rewrite_npz(path, k_WLHTD=k)
-    robust, _ = robustness.measure(root, bundles.load_models(root))
+    robust, _ = robustness.measure(bundles.list_bundles(root), bundles.load_models(root))
     assert robust["yat_b"]["counts"]["keys_inside_hull"]["count"] == 2
     assert robust["yat_b"]["counts"]["keys_inside_hull"]["per_seed"]["0"] == [0, 0, 2]
     assert robust["softmax"]["counts"]["keys_inside_hull"]["count"] == 0
@@ -130,7 +115,7 @@ def test_a_tampered_window_flips_the_theorem_count(windowed_root, tmp_path):
 
 def test_one_window_of_one_seed_adds_nothing(published_root):
     models = bundles.load_models(published_root)
-    assert robustness.measure(published_root, models) == ({}, [])
+    assert robustness.measure(bundles.list_bundles(published_root), models) == ({}, [])
     assert "one window of one seed" in report.robustness_lines({})[0]
 
 
@@ -154,7 +139,7 @@ def test_a_malformed_windows_file_is_one_input_error(windowed_root, tmp_path, ta
     path = root / GOAT / "windows_goat_v_s0.npz"
     rewrite_npz(path, **tamper(path))
     with pytest.raises(InputError, match=match) as info:
-        robustness.measure(root, bundles.load_models(root))
+        robustness.measure(bundles.list_bundles(root), bundles.load_models(root))
     assert "windows_goat_v_s0.npz" in str(info.value)
 
 

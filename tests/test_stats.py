@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from attngeom import stats
-from attngeom.bundles import ModelEvidence
+from attngeom.bundles import BundleModel
 
 
 def one_hot_maps(win_T: list[int], T: int) -> np.ndarray:
@@ -11,11 +11,9 @@ def one_hot_maps(win_T: list[int], T: int) -> np.ndarray:
     return m
 
 
-def model(q, k, attn, run=None, variant="softmax") -> ModelEvidence:
+def model(q, k, attn, run=None, variant="softmax") -> BundleModel:
     T = q.shape[-2]
-    return ModelEvidence(
-        variant, 0, np.zeros(T, np.int32), {0: attn, 1: attn}, q, k, attn, run or {"best_val": 1.0}, {}
-    )
+    return BundleModel(variant, 0, np.zeros(T, np.int32), {0: attn, 1: attn}, q, k, attn, run or {"best_val": 1.0}, {})
 
 
 def test_winners_ignore_unavailable_keys_and_unscorable_rows():

@@ -287,3 +287,44 @@ def test_a_smoke_rerun_is_recognised_without_flags(tmp_path):
         assert rows["scale.softmax.moved"] == "PASS" and rows["entropy.yat_b"] == "SKIP"
     proc = cli("--bundles", str(run), "--tier", "published", "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert "warning: --tier published overrides the rerun tier" in proc.stderr
+
+
+def test_the_statistics_run_blas_on_one_thread(published_root, tmp_path, monkeypatch):
+    """The hull census's products run inside verify with BLAS on one thread, whatever the machine's default."""
+    from threadpoolctl import threadpool_info
+
+    from attngeom import hull, verify
+
+    seen, census = [], hull.inside_hull
+
+    def recording(k):
+        seen.extend(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas")
+        return census(k)
+
+    monkeypatch.setattr(hull, "inside_hull", recording)
+    verify.run_verify(published_root, tmp_path / "out", variants=("softmax",))
+    assert seen and set(seen) == {1}
+    assert any(p["user_api"] == "blas" for p in threadpool_info())  # a BLAS is there to limit
+
+
+def test_verify_searches_the_folder_once_and_hashes_each_input_once(published_root, tmp_path, monkeypatch):
+    from collections import Counter
+
+    from attngeom import verify
+
+    root = copy_published(published_root, tmp_path / "b")
+    edit_run(root / QK / bundles.RUN_JSON, "softmax", telemetry_prompt="a rerun")  # not the published files
+    searches, hashed, real_rglob, real_hash = [], Counter(), Path.rglob, verify.sha256_file
+    monkeypatch.setattr(Path, "rglob", lambda self, pattern: searches.append(pattern) or real_rglob(self, pattern))
+
+    def counting(path):
+        hashed[Path(path)] += 1
+        return real_hash(path)
+
+    monkeypatch.setattr(verify, "sha256_file", counting)
+    verify.run_verify(root, tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["evidence"]["kind"] == "paper rerun"
+    assert searches == ["*"]  # the bundles, the windows and the run manifests in one search
+    assert hashed and set(hashed.values()) == {1}
+    inputs = json.loads((tmp_path / "out" / "report.json").read_text())["provenance"]["inputs"]
+    assert len(inputs) == len(hashed)

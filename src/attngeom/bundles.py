@@ -1,31 +1,53 @@
-"""The bundle format of the original runs: read with full validation, and write.
+"""The bundle format of the original runs, and a rerun's extra windows: every file's name, reading
+with full validation, and writing. No other module names, reads or writes these files.
 
 A bundle folder holds, per variant and seed, `attn_{variant}_s{seed}.npz` (the attention maps
 at the telemetry checkpoints), `geom_{variant}_s{seed}.npz` (final q, k and maps on the fixed
-window) and one `yat_attention.json` with every run's record. Anything malformed raises
-`InputError` with the file and the problem in one line.
+window) and one `yat_attention.json` with every run's record. A rerun adds, per variant and seed,
+`windows_{variant}_s{seed}.npz`: W windows of T validation tokens (window 0 is the fixed window)
+with `tokens_WT`, the telemetry `steps`, the maps `attn_{step}` (W, L, H, T, T) and the final
+`q_WLHTD`, `k_WLHTD`, all float16 but the integers. Anything malformed raises `InputError` with
+the file and the problem in one line.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from attngeom import schema
 from attngeom.errors import InputError
-from attngeom.variants import PUBLISHED as VARIANTS
-from attngeom.variants import find, kernel_law, strict_mask
+from attngeom.files import write_json_atomic
+from attngeom.training.config import bits_per_char
+from attngeom.variants import PUBLISHED, find, kernel_law, strict_mask
 
 RUN_JSON = "yat_attention.json"
 MIN_WINDOW = 3  # a strict mask leaves T - 2 rows to score
 _STEP_KEY = re.compile(r"^step(\d+)$")
+_GEOM = re.compile(r"^geom_(?P<variant>.+)_s(?P<seed>\d+)\.npz$")
+_SEED = re.compile(r"0|[1-9]\d*")  # how the bundle files write a seed: `s{seed}`, no leading zero
+
+
+def attn_file(folder: Path, variant: str, seed: int) -> Path:
+    """Where a bundle folder keeps a model's maps at the telemetry checkpoints."""
+    return Path(folder) / f"attn_{variant}_s{seed}.npz"
+
+
+def geom_file(folder: Path, variant: str, seed: int) -> Path:
+    """Where a bundle folder keeps a model's final q, k and map on the fixed window."""
+    return Path(folder) / f"geom_{variant}_s{seed}.npz"
+
+
+def windows_file(folder: Path, variant: str, seed: int) -> Path:
+    """Where a bundle folder keeps a model's extra windows."""
+    return Path(folder) / f"windows_{variant}_s{seed}.npz"
 
 
 @dataclass(frozen=True)
-class ModelEvidence:
+class BundleModel:
     """Everything one trained model left on the fixed window, as the bundle stores it."""
 
     variant: str
@@ -55,7 +77,7 @@ class ModelEvidence:
         return _scalars(self, "eps_learned")
 
 
-def _scalars(model: ModelEvidence, key: str) -> np.ndarray | None:
+def _scalars(model: BundleModel, key: str) -> np.ndarray | None:
     if key not in model.run:
         return None
     return np.asarray(model.run[key], dtype=np.float64)
@@ -81,11 +103,11 @@ def _check_steps(path: Path, maps: dict[int, np.ndarray], steps: int | None) -> 
         raise InputError(f"{path}: 'step{max(maps)}' lies beyond the schedule's last step, {last}")
 
 
-def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
-    """Load and validate one model's evidence from a bundle folder."""
+def load_model(folder: Path, variant: str, seed: int = 0) -> BundleModel:
+    """Load and validate one model from a bundle folder."""
     folder = Path(folder)
-    attn_path = folder / f"attn_{variant}_s{seed}.npz"
-    geom_path = folder / f"geom_{variant}_s{seed}.npz"
+    attn_path = attn_file(folder, variant, seed)
+    geom_path = geom_file(folder, variant, seed)
     json_path = folder / RUN_JSON
     geom = schema.load_npz(geom_path)
     schema.require_keys(geom_path, geom, ("tokens", "q", "k", "attn"))
@@ -131,7 +153,7 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
                 raise InputError(f"{json_path}: '{key}' of {variant} is not numeric") from exc
             if arr.shape != (L, H):
                 raise InputError(f"{json_path}: '{key}' of {variant} has shape {arr.shape}, expected {(L, H)}")
-    return ModelEvidence(
+    return BundleModel(
         variant=variant,
         seed=seed,
         tokens_T=geom["tokens"],
@@ -145,29 +167,59 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
     )
 
 
-def find_model_folders(root: Path, seed: int = 0) -> dict[str, Path]:
-    """Map each variant found under `root` (searched recursively) to the folder of its geom file."""
+@dataclass(frozen=True)
+class Listing:
+    """A folder of bundles searched once: where each model's files are, and every file under it."""
+
+    root: Path
+    models: dict[tuple[str, int], Path]  # (variant, seed) -> the folder of its geom file
+    files: tuple[Path, ...]
+
+    def folders(self, seed: int = 0) -> dict[str, Path]:
+        """Each variant with a bundle of `seed`, and the folder of its files."""
+        return {v: folder for (v, s), folder in self.models.items() if s == seed}
+
+    def seeds(self, variant: str) -> list[int]:
+        """Every seed with a bundle of `variant`."""
+        return sorted(s for v, s in self.models if v == variant)
+
+    def named(self, name: str) -> list[Path]:
+        """Every file of that name under the folder (a run's manifests, say)."""
+        return [p for p in self.files if p.name == name]
+
+
+def list_bundles(root: Path) -> Listing:
+    """Search `root` recursively, once, for bundles; two bundles of one variant and seed are an InputError."""
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"{root}: not a folder of bundles")
-    found: dict[str, Path] = {}
-    for geom in sorted(root.rglob(f"geom_*_s{seed}.npz")):
-        variant = geom.name[len("geom_") : -len(f"_s{seed}.npz")]
-        if variant in found:
-            raise InputError(f"{geom}: a second bundle for {variant} seed {seed} (first in {found[variant]})")
-        found[variant] = geom.parent
-    return found
+    files = tuple(sorted(root.rglob("*")))
+    models: dict[tuple[str, int], Path] = {}
+    for path in files:
+        if (m := _GEOM.match(path.name)) is not None:
+            if not _SEED.fullmatch(m["seed"]):
+                raise InputError(f"{path}: the seed is written {m['seed']}; bundle files write it s{int(m['seed'])}")
+            key = (m["variant"], int(m["seed"]))
+            if key in models:
+                raise InputError(f"{path}: a second bundle for {key[0]} seed {key[1]} (first in {models[key]})")
+            models[key] = path.parent
+    return Listing(root, models, files)
 
 
 def load_models(
-    root: Path, variants: tuple[str, ...] = VARIANTS, seed: int = 0, heads: dict[str, tuple[int, int]] | None = None
-) -> dict[str, ModelEvidence]:
-    """Load every requested variant from a folder of bundles; a missing one is an InputError.
+    root: Path,
+    variants: tuple[str, ...] = PUBLISHED,
+    seed: int = 0,
+    heads: dict[str, tuple[int, int]] | None = None,
+    listing: Listing | None = None,
+) -> dict[str, BundleModel]:
+    """Load every requested variant from a folder of bundles (searched, unless `listing` holds the
+    search already); a missing one is an InputError.
 
     `heads` names the (layer, head) positions the caller reads by what it reads them for; a model
     too small to hold one is refused here rather than failing in the middle of the analysis.
     """
-    folders = find_model_folders(root, seed)
+    folders = (listing or list_bundles(root)).folders(seed)
     missing = [v for v in variants if v not in folders]
     if missing:
         raise InputError(f"{root}: no geom_{missing[0]}_s{seed}.npz under this folder (needed: {', '.join(variants)})")
@@ -197,3 +249,131 @@ def write_geom_npz(path: Path, tokens_T: np.ndarray, q_LHTD, k_LHTD, attn_LHTT) 
         k=np.asarray(k_LHTD, dtype=np.float16),
         attn=np.asarray(attn_LHTT, dtype=np.float16),
     )
+
+
+def write_windows_npz(path: Path, tokens_WT, maps: dict[int, np.ndarray], q_WLHTD, k_WLHTD) -> None:
+    """Write `windows_{variant}_s{seed}.npz` in the format `read_windows` reads: `tokens_WT` (int32; window 0
+    is the bundle's fixed window), `steps` (int32), `attn_{step}` (float16, W x L x H x T x T) per
+    telemetry step, `q_WLHTD` and `k_WLHTD` (float16) at the end."""
+    np.savez_compressed(
+        path,
+        tokens_WT=np.asarray(tokens_WT, dtype=np.int32),
+        steps=np.asarray(sorted(maps), dtype=np.int32),
+        q_WLHTD=np.asarray(q_WLHTD, dtype=np.float16),
+        k_WLHTD=np.asarray(k_WLHTD, dtype=np.float16),
+        **{f"attn_{s}": np.asarray(m, dtype=np.float16) for s, m in maps.items()},
+    )
+
+
+def write_model(folder: Path, result) -> None:
+    """One trained model's files (a training result: maps, final geometry, windows) in the bundle format."""
+    variant, seed = result.variant, result.seed
+    write_attn_npz(attn_file(folder, variant, seed), result.tokens_T, {s: result.maps[s] for s in sorted(result.maps)})
+    write_geom_npz(geom_file(folder, variant, seed), result.tokens_T, result.q_LHTD, result.k_LHTD, result.attn_LHTT)
+    write_windows_npz(
+        windows_file(folder, variant, seed),
+        result.windows_WT,
+        {s: result.window_maps[s] for s in sorted(result.window_maps)},
+        result.q_WLHTD,
+        result.k_WLHTD,
+    )
+
+
+def run_json(results: list, cfg) -> dict:
+    """The original `yat_attention.json` of one bundle folder, from its training results and configuration."""
+    records, summary = [], {}
+    for r in results:
+        record = {
+            "variant": r.variant,
+            "seed": r.seed,
+            "best_val": r.best_val,
+            "bpc": bits_per_char(r.best_val),
+            "curve": r.curve,
+            "score_max": r.score_max,
+        }
+        if r.b_LH is not None:
+            record["b_learned"], record["eps_learned"] = r.b_LH.tolist(), r.eps_LH.tolist()
+        record["telemetry_prompt"] = r.prompt
+        records.append(record)
+    for variant in dict.fromkeys(r.variant for r in results):
+        best = np.array([r.best_val for r in results if r.variant == variant])
+        summary[variant] = {
+            "best_val_mean": float(best.mean()),
+            "best_val_std": float(best.std()),
+            "bpc_mean": bits_per_char(float(best.mean())),
+        }
+    return {"summary": summary, "runs": records, "cfg": cfg.original_cfg()}
+
+
+def write_run_json(folder: Path, results: list, cfg) -> None:
+    """Write (or rewrite, as models are added) the folder's `yat_attention.json`."""
+    write_json_atomic(Path(folder) / RUN_JSON, run_json(results, cfg))
+
+
+def read_windows(path: Path, model: BundleModel) -> BundleModel:
+    """The model on every window of `path`, validated against its bundle: q, k, attn and
+    maps gain a leading window axis W (tokens become tokens_WT).
+
+    What a valid file always satisfies: the model's shapes (L, H, T, D from its bundle) on W >= 1
+    windows; telemetry steps strictly increasing, at least step 0 (taken before any update, so a run
+    stopped after its first step has it); finite float16 q and k and maps that follow the variant's
+    law (`schema.check_attention`); window 0 is the bundle's fixed window, so its tokens are the
+    bundle's.
+    """
+    data = schema.load_npz(path)
+    schema.require_keys(path, data, ("tokens_WT", "steps", "q_WLHTD", "k_WLHTD"))
+    L, H, T, D = model.q_LHTD.shape
+    schema.check_array(path, "tokens_WT", data["tokens_WT"], (None, T), "int")
+    W = data["tokens_WT"].shape[0]
+    schema.check_array(path, "steps", data["steps"], (None,), "int")
+    steps = [int(s) for s in data["steps"]]
+    if W < 1 or not steps or steps != sorted(set(steps)):  # step 0 alone: a run stopped before its next telemetry
+        raise InputError(f"{path}: expected at least one window and increasing telemetry steps, got {W} and {steps}")
+    schema.require_keys(path, data, tuple(f"attn_{s}" for s in steps))
+    for key in ("q_WLHTD", "k_WLHTD"):
+        schema.check_array(path, key, data[key], (W, L, H, T, D), "f16")
+    for s in steps:
+        schema.check_array(path, f"attn_{s}", data[f"attn_{s}"], (W, L, H, T, T), "f16")
+        schema.check_attention(path, f"attn_{s}", data[f"attn_{s}"], model.strict, kernel_law(model.variant))
+    if not np.array_equal(data["tokens_WT"][0], model.tokens_T):
+        raise InputError(f"{path}: window 0 is not the bundle's fixed window (its tokens differ)")
+    maps = {s: data[f"attn_{s}"] for s in steps}
+    return replace(
+        model,
+        tokens_T=data["tokens_WT"],
+        maps=maps,
+        q_LHTD=data["q_WLHTD"],
+        k_LHTD=data["k_WLHTD"],
+        attn_LHTT=maps[steps[-1]],
+        files={**model.files, "windows": Path(path)},
+    )
+
+
+def _each_array(model: BundleModel, f) -> BundleModel:
+    """The model with `f` applied to every per-window array (tokens, maps, q, k, attn)."""
+    return replace(
+        model,
+        tokens_T=f(model.tokens_T),
+        maps={s: f(m) for s, m in model.maps.items()},
+        q_LHTD=f(model.q_LHTD),
+        k_LHTD=f(model.k_LHTD),
+        attn_LHTT=f(model.attn_LHTT),
+    )
+
+
+def fixed_window_only(model: BundleModel) -> BundleModel:
+    """A bundle without extra windows: its fixed window as a window axis of length 1."""
+    return _each_array(model, lambda a: a[None])
+
+
+def window(windowed: BundleModel, w: int | slice) -> BundleModel:
+    """Window w of a windowed model, as an ordinary one-window model (a slice keeps the window axis)."""
+    return _each_array(windowed, lambda a: a[w])
+
+
+def load_windowed(folder: Path, variant: str, seed: int, loaded: BundleModel | None = None) -> BundleModel:
+    """One seed's model on all its windows (its fixed window alone when it has no windows file); `loaded`:
+    the model read from its bundle already."""
+    model = loaded if loaded is not None else load_model(folder, variant, seed)
+    extra = windows_file(folder, variant, seed)
+    return read_windows(extra, model) if extra.is_file() else fixed_window_only(model)

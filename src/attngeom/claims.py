@@ -3,6 +3,8 @@
 The expected file (expected/claims.json) names, for every quoted claim, the function here that
 computes it and the arguments; judge.py judges the returned value against the quote.
 A function returns a number or a boolean; the arguments named in MODEL_ARGS name the models it reads.
+A per-model statistic is read through its entry in statistics.TABLE, the one place that says
+where results.json holds it. Every public function here is a claim function (CLAIM_FUNCTIONS).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from attngeom import companion, toy
+from attngeom.statistics import checkpoint_labels, value
 
 MODEL_ARGS = ("model", "sharp", "diffuse", "fewer", "more", "a", "b")
 SetupValue = int | list[int] | None
@@ -17,7 +20,7 @@ SetupValue = int | list[int] | None
 
 def scale_moved_rows(results: dict, model: str) -> int:
     """Winners that move when every query is rescaled, summed over all five scales and heads."""
-    return sum(results["models"][model]["scale_changed_rows"].values())
+    return value(results, model, "scale_moved_rows")
 
 
 def scale_comparisons(results: dict, model: str) -> int:
@@ -27,18 +30,17 @@ def scale_comparisons(results: dict, model: str) -> int:
 
 def scale_changed_fraction(results: dict, model: str, t: float) -> float:
     """Fraction of scorable rows whose winner changes when the queries are scaled by t."""
-    return results["models"][model]["scale_changed"][str(float(t))]
+    return value(results, model, f"scale_changed@{float(t):g}")
 
 
 def mean_norm_entropy(results: dict, model: str) -> float:
     """Mean normalised entropy of the final maps' scorable rows."""
-    return results["models"][model]["mean_norm_entropy_final"]
+    return value(results, model, "mean_norm_entropy_final")
 
 
 def distinct_winners(results: dict, model: str, step: str) -> float:
     """Mean over heads of the distinct winners among 128 keys at a checkpoint ('first' or 'last')."""
-    steps = list(results["models"][model]["occupancy_by_step"])
-    return distinct_winners_at(results, model, steps[0 if step == "first" else -1])
+    return value(results, model, f"distinct_winners_{step}")
 
 
 def distinct_winners_at(results: dict, model: str, step: int) -> float:
@@ -54,15 +56,13 @@ def mean_norm_entropy_at(results: dict, model: str, step: int) -> float:
 
 def inversion(results: dict, sharp: str, diffuse: str) -> bool:
     """The model with sharper rows (lower entropy) crowns more distinct winners at the end."""
-    a, b = results["models"][sharp], results["models"][diffuse]
-    sharper = a["mean_norm_entropy_final"] < b["mean_norm_entropy_final"]
-    more = list(a["occupancy_by_step"].values())[-1] > list(b["occupancy_by_step"].values())[-1]
-    return sharper and more
+    sharper = value(results, sharp, "mean_norm_entropy_final") < value(results, diffuse, "mean_norm_entropy_final")
+    return sharper and value(results, sharp, "distinct_winners_last") > value(results, diffuse, "distinct_winners_last")
 
 
 def keys_inside_hull(results: dict, model: str) -> int:
     """Keys that are convex combinations of their head's other keys (linear programming census)."""
-    return results["models"][model]["keys_inside_hull"]
+    return value(results, model, "keys_inside_hull")
 
 
 def keys_total(results: dict, model: str) -> int:
@@ -72,28 +72,17 @@ def keys_total(results: dict, model: str) -> int:
 
 def reconstruction_error(results: dict, model: str) -> float:
     """Largest |weights recomputed from exported q, k, b, eps - exported maps| over all heads."""
-    return results["models"][model]["reconstruction_max_abs"]
+    return value(results, model, "reconstruction_max_abs")
 
 
 def sweep_max_changed(results: dict, model: str) -> float:
     """Largest changed fraction over the scale animation's 41 scales (its one head)."""
-    return max(results["models"][model]["scale_sweep"]["changed"])
+    return value(results, model, "sweep_max_changed")
 
 
 def census_fewer_owners(results: dict, fewer: str, more: str) -> bool:
     """At the last checkpoint the census head of `fewer` has fewer distinct owners than `more`'s."""
-    a = list(results["models"][fewer]["census_head"]["distinct_by_step"].values())[-1]
-    b = list(results["models"][more]["census_head"]["distinct_by_step"].values())[-1]
-    return a < b
-
-
-def checkpoint_labels(checkpoints: list[int], steps: int | None) -> list[int]:
-    """Checkpoints as the posts count them: the last map is stored under key step<STEPS-1>
-    (the index of the last step), taken after the final, STEPS-th update, and counted as STEPS."""
-    labels = list(checkpoints)
-    if steps is not None and labels and labels[-1] == steps - 1:
-        labels[-1] = steps
-    return labels
+    return value(results, fewer, "census_distinct_final") < value(results, more, "census_distinct_final")
 
 
 def setup_fact(results: dict, fact: str) -> SetupValue | str:

@@ -33,7 +33,7 @@ from attngeom.errors import EXIT_INPUT, EXIT_INTERNAL, InputError
 
 SUBCOMMAND_MODULES = (
     "attngeom.verify",
-    "attngeom.training.rerun",
+    "attngeom.rerun",
     "attngeom.training.fidelity",
     "attngeom.backends.kaggle",
     "attngeom.backends.docker",

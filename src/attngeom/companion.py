@@ -9,22 +9,22 @@ show beside the recomputed means.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+from attngeom import schema
 from attngeom.errors import InputError
 
 
 def read_runs(path: Path) -> dict[str, dict[int, float]]:
     """Per mechanism, each seed's best validation loss; anything malformed is one InputError."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: not a readable JSON file ({type(exc).__name__}: {exc})") from exc
+    return runs_of(schema.read_json(path), Path(path))
+
+
+def runs_of(data: object, path: Path) -> dict[str, dict[int, float]]:
+    """The runs of a parsed `runs.json` (see read_runs)."""
     runs = data.get("curves") if isinstance(data, dict) else None
     if not isinstance(runs, list) or not runs:
         raise InputError(f"{path}: expected an object with a non-empty 'curves' list of runs")
@@ -46,8 +46,9 @@ def read_runs(path: Path) -> dict[str, dict[int, float]]:
 def quality(path: Path, source: str) -> dict:
     """Per mechanism: seeds, best_val per seed, their mean and population standard deviation
     (as the companion's summary states them), and the summary's own mean for comparison."""
-    runs = read_runs(path)
-    summary = json.loads(Path(path).read_text(encoding="utf-8")).get("summary")
+    data = schema.read_json(path)  # read and parsed once, within schema's limits
+    runs = runs_of(data, Path(path))
+    summary = data.get("summary")
     summary = summary if isinstance(summary, dict) else {}
     out = {}
     for variant, by_seed in runs.items():

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from attngeom.bundles import ModelEvidence
+from attngeom.bundles import BundleModel, Listing
 from attngeom.errors import InputError
 from attngeom.fetch import BUNDLE_BASE, PUBLISHED_BUNDLES, REGISTRY
 from attngeom.training.config import PRESETS
@@ -52,10 +52,11 @@ SCOPE_WORDS = {
 }
 
 
-def find_manifests(root: Path) -> dict[Path, dict]:
-    """The run manifests that describe `root`: those under it, else the nearest one up to two folders above."""
+def find_manifests(root: Path, listing: Listing | None = None) -> dict[Path, dict]:
+    """The run manifests that describe `root`: those under it (from `listing`, its files searched once
+    already, when given), else the nearest one up to two folders above."""
+    below = listing.named(MANIFEST) if listing is not None else sorted(Path(root).rglob(MANIFEST))
     root = Path(root).resolve()
-    below = sorted(root.rglob(MANIFEST))
     if below:
         return {p: read_manifest(p) for p in below}
     for parent in (root.parent, root.parent.parent):
@@ -72,7 +73,7 @@ def _one(values: dict[str, object], what: str):
     return next(iter(values.values()), None)
 
 
-def _stop(models: dict[str, ModelEvidence], manifests: dict[Path, dict]) -> int | None:
+def _stop(models: dict[str, BundleModel], manifests: dict[Path, dict]) -> int | None:
     """The step a run stopped after: one value for every model and manifest, and `--stop-after`'s range
     (a step from 1 on; the rerun writes it to both places), else InputError."""
     stops = {f"{v} cfg STOPPED_AFTER": m.cfg.get("STOPPED_AFTER") for v, m in models.items()}
@@ -83,7 +84,7 @@ def _stop(models: dict[str, ModelEvidence], manifests: dict[Path, dict]) -> int 
     return stop
 
 
-def _check_reached(models: dict[str, ModelEvidence], stop: int) -> None:
+def _check_reached(models: dict[str, BundleModel], stop: int) -> None:
     """A run stopped after `stop` took its maps at exactly the paper's telemetry steps up to `stop`
     (step 0 always: before any update), so any other set of maps is not what such a run writes."""
     want = [s for s in PAPER_TELEMETRY if s <= stop]
@@ -95,8 +96,11 @@ def _check_reached(models: dict[str, ModelEvidence], stop: int) -> None:
             )
 
 
-def describe(models: dict[str, ModelEvidence], root: Path, hashes: dict[Path, str]) -> Evidence:
-    """What the bundles are, from their sha256, their cfg and any run manifest beside them.
+def describe(
+    models: dict[str, BundleModel], root: Path, hashes: dict[Path, str], listing: Listing | None = None
+) -> Evidence:
+    """What the bundles are, from their sha256, their cfg and any run manifest beside them (`listing`:
+    the folder's files, searched once already).
 
     Recognition reads identities, not measured values: the published files are those whose sha256 the
     registry pins; the paper's configuration is equality of the integer cfg fields the rerun copies
@@ -105,7 +109,7 @@ def describe(models: dict[str, ModelEvidence], root: Path, hashes: dict[Path, st
     """
     if hashes and set(hashes.values()) <= PUBLISHED_SHA256:
         return Evidence("published bundles", "published", "all", "every file has the sha256 of the author's bundles")
-    manifests = find_manifests(root)
+    manifests = find_manifests(root, listing)
     stop = _stop(models, manifests)
     preflight = next((d["preflight"] for d in manifests.values() if isinstance(d.get("preflight"), dict)), None)
     errors = [f"{p}: the run recorded an error ({d['error']})" for p, d in manifests.items() if d.get("error")]

@@ -59,11 +59,12 @@ def load_claims(folder: Path | None = None) -> list[dict]:
     return entries
 
 
-def load_rerun(folder: Path | None = None) -> dict[str, dict]:
-    """The rerun tier: claim id -> {value?, comparison, tolerance, reason, smoke}."""
+def load_rerun(folder: Path | None = None, claims: list[dict] | None = None) -> dict[str, dict]:
+    """The rerun tier: claim id -> {value?, comparison, tolerance, reason, smoke}; `claims`: the claim
+    entries when read already (else claims.json is read)."""
     path = (folder or EXPECTED_DIR) / "rerun.json"
     bands = schema.read_json(path, schema.RERUN_JSON).get("claims", {})
-    claims = {e["id"]: e for e in load_claims(folder)}
+    claims = {e["id"]: e for e in (load_claims(folder) if claims is None else claims)}
     for cid, band in bands.items():
         if cid not in claims:
             raise InputError(f"{path}: band for unknown claim {cid}")

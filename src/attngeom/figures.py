@@ -21,17 +21,17 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 
 from attngeom import figures_toy, html_report, report_set, schema, stats
-from attngeom.bundles import ModelEvidence, load_models
-from attngeom.claims import checkpoint_labels
+from attngeom.bundles import BundleModel, load_models
 from attngeom.drawing import COLORS, STYLE, new_figure, save_gif
 from attngeom.errors import InputError
 from attngeom.files import sha256_file, shown, write_json_atomic
+from attngeom.statistics import checkpoint_labels
 from attngeom.variants import variant
 
 FIGURE_VARIANTS = ("softmax", "yat_b")
 
 
-def scale_sweep(folder: Path, models: dict[str, ModelEvidence]) -> dict:
+def scale_sweep(folder: Path, models: dict[str, BundleModel]) -> dict:
     """Figure 4: the real trained q/k of one head per model, winners recomputed at every scale."""
     scales = np.asarray(stats.SWEEP_SCALES)
     curves = {v: stats.scale_sweep(models[v]) for v in FIGURE_VARIANTS}
@@ -98,7 +98,7 @@ def scale_sweep(folder: Path, models: dict[str, ModelEvidence]) -> dict:
     }
 
 
-def census(folder: Path, models: dict[str, ModelEvidence]) -> dict:
+def census(folder: Path, models: dict[str, BundleModel]) -> dict:
     """Figure 6: layer 4 head 1, every query against the key that owns it, four checkpoints."""
     head = tuple(stats.CENSUS_HEAD)
     steps = sorted(models[FIGURE_VARIANTS[0]].maps)
@@ -165,7 +165,7 @@ JOBS = {
 MODEL_JOBS = {"scale_sweep", "census"}
 
 
-def render_figures(models: dict[str, ModelEvidence], folder: Path, workers: int = 2) -> list[dict]:
+def render_figures(models: dict[str, BundleModel], folder: Path, workers: int = 2) -> list[dict]:
     """Render all six GIFs into `folder` (in parallel) and write figures.json beside them.
 
     figures.json also lists the sha256 of the bundle files drawn, so that a report judged on

@@ -8,11 +8,12 @@ figures as base64 data URIs), so the file opens from disk with no network. The p
 from __future__ import annotations
 
 import base64
-import json
 import re
 from html import escape
 from pathlib import Path
 
+from attngeom import schema
+from attngeom.documents import Report, Results
 from attngeom.files import write_atomic
 from attngeom.report import source_note, statistics_rows
 
@@ -222,7 +223,7 @@ def _figure_entries(folder: Path) -> list[dict]:
     """The figures' titles and captions from figures.json, else each GIF under its file name."""
     meta = folder / FIGURES_JSON
     if meta.is_file():
-        entries = json.loads(meta.read_text(encoding="utf-8"))["figures"]
+        entries = schema.read_json(meta, schema.FIGURES_JSON)["figures"]
         return [e for e in entries if (folder / e["file"]).is_file()]
     return [{"file": p.name, "title": p.stem, "caption": ""} for p in sorted(folder.glob("*.gif"))]
 
@@ -315,7 +316,7 @@ def _provenance(report: dict) -> str:
 <table id="inputs"><thead><tr><th>input</th><th>where it came from</th><th>sha256</th></tr></thead><tbody>{inputs}</tbody></table>"""
 
 
-def render(out_dir: Path, report: dict, results: dict) -> str:
+def render(out_dir: Path, report: Report, results: Results) -> str:
     """The whole page as a string."""
     n_models = len(results.get("models", {}))
     return f"""<!DOCTYPE html>
@@ -341,7 +342,7 @@ def render(out_dir: Path, report: dict, results: dict) -> str:
 """
 
 
-def write_html(out_dir: Path, report: dict, results: dict) -> Path:
+def write_html(out_dir: Path, report: Report, results: Results) -> Path:
     """Write `out_dir/index.html` (figures embedded when `out_dir/figures/` holds them)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

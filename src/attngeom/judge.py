@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from attngeom import expected
 from attngeom.claims import CLAIM_FUNCTIONS, MODEL_ARGS
+from attngeom.documents import ClaimRow, Counts, Results
 
 VERDICTS = ("PASS", "FAIL", "SKIP")
 # What the evidence can show: every claim, only what holds at any size, or what a run stopped early shows.
@@ -135,10 +136,13 @@ def _measure(entry: dict, results: dict):
         raise RuntimeError(f"claim {entry['id']}: {entry['function']} raised {type(exc).__name__}: {exc}") from exc
 
 
-def judge_all(results: dict, tier: str, scope: str = "all", stopped_after: int | None = None) -> list[dict]:
-    """One row per claim in expected/, and for a run stopped early one per statistic at each step it reached."""
-    rerun = expected.load_rerun()
-    entries = expected.load_claims()
+def judge_all(
+    results: Results, tier: str, scope: str = "all", stopped_after: int | None = None, claims: list[dict] | None = None
+) -> list[ClaimRow]:
+    """One row per claim in expected/ (`claims`: its entries, when read already), and for a run stopped
+    early one per statistic at each step it reached."""
+    entries = list(expected.load_claims() if claims is None else claims)
+    rerun = expected.load_rerun(claims=entries)
     if scope == "truncated" and stopped_after is not None:
         entries += stopped_run_entries(stopped_after)
     rows = []
@@ -161,7 +165,7 @@ def judge_all(results: dict, tier: str, scope: str = "all", stopped_after: int |
     return rows
 
 
-def summarise(rows: list[dict]) -> dict:
+def summarise(rows: list[ClaimRow]) -> Counts:
     """Counts and the overall verdict."""
     count = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
     return {

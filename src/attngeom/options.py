@@ -47,3 +47,18 @@ positive = integer(1, what="a positive integer")
 def list_of(kind: Callable = str, choices: Collection | None = None, what: str = "value") -> Callable[[str], tuple]:
     """An argparse `type=` that reads a comma-separated list with `parse_list`."""
     return lambda text: parse_list(text, kind, choices, what)
+
+
+def subcommand(subparsers, name: str, text: str, doc: str) -> argparse.ArgumentParser:
+    """A subcommand's parser whose --help shows `doc` (its module's docstring) as written."""
+    return subparsers.add_parser(name, help=text, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def variants_option(parser: argparse.ArgumentParser, choices: Collection, default: tuple[str, ...]) -> None:
+    """--variants: comma-separated names among `choices`, `default` when not given."""
+    parser.add_argument(
+        "--variants",
+        type=list_of(str, choices, "variant"),
+        default=default,
+        help=f"comma-separated (default: {','.join(default)})",
+    )

@@ -10,15 +10,16 @@ import sys
 from pathlib import Path
 
 from attngeom import fetch
-from attngeom.claims import checkpoint_labels
-from attngeom.files import git_commit, machine, sha256_file, shown, versions, write_atomic
+from attngeom.documents import Provenance, Report, Results
+from attngeom.files import git_commit, machine, shown, versions, write_atomic
+from attngeom.statistics import TABLE, checkpoint_labels
 
 
-def provenance(inputs: list[Path], expected_sha: dict[str, str]) -> dict:
-    """Where the judgement came from: inputs and where each came from, expected values, software,
-    machine, date, command."""
+def provenance(inputs: dict[Path, str], expected_sha: dict[str, str]) -> Provenance:
+    """Where the judgement came from: inputs (path -> sha256, hashed once by the caller) and where each
+    came from, expected values, software, machine, date, command."""
     return {
-        "inputs": {shown(p): sha256_file(p) for p in inputs},
+        "inputs": {shown(p): sha for p, sha in inputs.items()},
         "sources": {shown(p): fetch.origin(p) for p in inputs},
         "expected_sha256": expected_sha,
         "versions": versions(),
@@ -33,10 +34,10 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ").replace("\t", " ")
 
 
-def statistics_rows(results: dict) -> tuple[list[str], list[tuple[str, list[str]]]]:
+def statistics_rows(results: Results) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """Per-model statistics, quoted or not: the models, then (label, one cell per model) rows.
 
-    Checkpoints are labelled as the claims count them (claims.checkpoint_labels: 12,000 for the
+    Checkpoints are labelled as the claims count them (statistics.checkpoint_labels: 12,000 for the
     map stored under step11999).
     """
     models = results["models"]
@@ -73,11 +74,16 @@ def statistics_rows(results: dict) -> tuple[list[str], list[tuple[str, list[str]
         ),
         ("largest change in the 41-scale sweep (layer 1, head 1)", lambda m: f"{max(m['scale_sweep']['changed']):.1%}"),
         ("best validation loss, nats (bits per character)", lambda m: f"{m['best_val']:.4f} ({m['bpc']:.3f})"),
+        *(  # the table's statistics results.json holds under their own names
+            (s.label, lambda m, key=key, s=s: f"{m[key]:{s.fmt}}" if key in m else "-")
+            for key, s in TABLE.items()
+            if s.read is None
+        ),
     ]
     return list(models), [(label, [get(m) for m in models.values()]) for label, get in rows]
 
 
-def statistics_table(results: dict) -> list[str]:
+def statistics_table(results: Results) -> list[str]:
     """Per-model statistics, quoted or not, as Markdown lines."""
     models, rows = statistics_rows(results)
     lines = ["| statistic | " + " | ".join(models) + " |", "| --- |" + " --- |" * len(models)]
@@ -184,7 +190,7 @@ def robustness_lines(robust: dict) -> list[str]:
     return lines
 
 
-def markdown(report: dict, results: dict) -> str:
+def markdown(report: Report, results: Results) -> str:
     """REPORT.md: the verdict, one table row per claim, then every model's statistics."""
     s = report["summary"]
     lines = [
@@ -255,7 +261,7 @@ def source_note(origin: dict | None) -> str:
     return note + (f"; **stale cache**: {origin['stale']}" if origin.get("stale") else "")
 
 
-def write_report(out: Path, report: dict, results: dict) -> None:
+def write_report(out: Path, report: Report, results: Results) -> None:
     """Write REPORT.md, report.json and results.json into `out`."""
     write_atomic(out / "results.json", json.dumps(results, indent=1) + "\n")
     write_atomic(out / "report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attngeom import html_report, schema
+from attngeom.documents import Report, Results
 from attngeom.errors import InputError
 from attngeom.files import replaceable, replaced_folder, shown, tmp_prefix
 from attngeom.report import write_report
@@ -50,13 +51,13 @@ def figures_inputs(folder: Path) -> set[str]:
     """sha256 of the bundle files the figures in `folder` were drawn from (empty: none or unreadable)."""
     path = folder / html_report.FIGURES_DIR / html_report.FIGURES_JSON
     try:
-        doc = schema.read_json(path, schema.Record({"inputs": schema.Items(schema.Text(64))}, required=("inputs",)))
+        doc = schema.read_json(path, schema.FIGURES_JSON)
     except InputError:
         return set()
-    return set(doc["inputs"])
+    return set(doc.get("inputs", []))
 
 
-def write_verified(out: Path, report: dict, results: dict) -> None:
+def write_verified(out: Path, report: Report, results: Results) -> None:
     """The set of a verification; figures of other bundles are left out of it."""
     drawn = figures_inputs(Path(out))
     stale = (

@@ -1,7 +1,9 @@
 """Every statistic the analysis computes, per model and for the mathematics, as plain JSON data.
 
 `results.json` holds this whole dictionary, including statistics the author computed but did
-not quote; the claims (claims.py) only read from it.
+not quote; the claims (claims.py) only read from it. A model's statistics come from the arrays of
+statistics.Measures on its fixed window, and every statistic of statistics.TABLE is in it
+(under its own name unless the table says where results.json has long held it).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom import companion, hull, stats, theorems, toy
-from attngeom.bundles import ModelEvidence
+from attngeom import companion, statistics, stats, theorems, toy
+from attngeom.bundles import BundleModel
+from attngeom.documents import ModelResults, Results
 from attngeom.fetch import COMPANION_URL
 
 
@@ -20,23 +23,18 @@ def _round(x, digits: int = 10):
     return np.round(np.asarray(x, dtype=np.float64), digits).tolist()
 
 
-def by_step(model: ModelEvidence) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-    """Per checkpoint step, in order: the occupancy and the mean normalised entropy of each head, (L, H) each."""
-    steps = sorted(model.maps)
-    occ = {s: stats.occupancy(model.maps[s], model.strict) for s in steps}
-    return occ, {s: stats.norm_entropy(model.maps[s], model.strict) for s in steps}
-
-
-def model_results(model: ModelEvidence) -> dict:
-    """All statistics of one trained model on the fixed window."""
+def model_results(model: BundleModel, measures: statistics.Measures | None = None) -> ModelResults:
+    """All statistics of one trained model on the fixed window (`measures`: its fixed window's, when computed already)."""
+    m = measures or statistics.Measures.of(model)
     L, H, T, D = model.q_LHTD.shape
-    steps = sorted(model.maps)
+    steps = m.steps
     final = steps[-1]
-    changed_LHS = stats.scale_changed(model)
-    occ, entropy_LH = by_step(model)
-    inside_LHT = hull.inside_hull(model.k_LHTD)
-    nearest_LH, aligned_LH = stats.winner_agreement(model)
-    rows = T - 1 - int(model.strict)
+    changed_LHS = m.changed_WLHS[0]
+    occ = {s: m.occupancy(s)[0] for s in steps}
+    entropy_LH = {s: m.entropy(s)[0] for s in steps}
+    inside_LHT = m.inside_WLHT[0]
+    nearest_LH, aligned_LH = (a[0] for a in m.agreement)
+    rows = m.rows
     census = tuple(stats.CENSUS_HEAD)
     out = {
         "variant": model.variant,
@@ -68,7 +66,7 @@ def model_results(model: ModelEvidence) -> dict:
         "scale_sweep": {
             "head": list(stats.SWEEP_HEAD),
             "scales": _round(stats.SWEEP_SCALES),
-            "changed": _round(stats.scale_sweep(model)),
+            "changed": _round(m.sweep_SW[:, 0]),
         },
         "census_head": {
             "head": list(census),
@@ -76,6 +74,7 @@ def model_results(model: ModelEvidence) -> dict:
         },
         "best_val": float(model.run["best_val"]),
         "bpc": float(model.run["best_val"]) / math.log(2),
+        **statistics.fixed_window(m),
         "per_head": {
             "scale_changed": _round(changed_LHS),
             "occupancy_by_step": {str(s): _round(o) for s, o in occ.items()},
@@ -86,7 +85,7 @@ def model_results(model: ModelEvidence) -> dict:
         },
     }
     if model.b_LH is not None:
-        out["reconstruction_max_abs"] = stats.reconstruction_error(model)
+        out["reconstruction_max_abs"] = float(m.reconstruction_WLH[0].max())
         out["per_head"]["b"] = _round(model.b_LH)
         out["per_head"]["eps"] = _round(model.eps_LH)
     return out
@@ -120,7 +119,7 @@ def mathematics_results() -> dict:
     }
 
 
-def quality_results(models: dict[str, ModelEvidence], companion_runs: Path | None) -> dict:
+def quality_results(models: dict[str, BundleModel], companion_runs: Path | None) -> dict:
     """The quoted quality gap's source (the companion's runs, when given) and, as a statistic of
     these bundles only, each kernel model's seed-0 gap to softmax."""
     out: dict = {}
@@ -136,10 +135,15 @@ def quality_results(models: dict[str, ModelEvidence], companion_runs: Path | Non
     return out
 
 
-def compute_results(models: dict[str, ModelEvidence], companion_runs: Path | None = None) -> dict:
-    """results.json: every model's statistics, the quality gaps and the mathematics."""
+def compute_results(
+    models: dict[str, BundleModel],
+    companion_runs: Path | None = None,
+    measures: dict[str, statistics.Measures] | None = None,
+) -> Results:
+    """results.json: every model's statistics, the quality gaps and the mathematics (`measures`: each
+    model's fixed-window measures, when the caller keeps them for the robustness pass)."""
     return {
-        "models": {name: model_results(m) for name, m in models.items()},
+        "models": {name: model_results(m, (measures or {}).get(name)) for name, m in models.items()},
         "quality": quality_results(models, companion_runs),
         "mathematics": mathematics_results(),
     }

@@ -22,6 +22,7 @@ import numpy as np
 
 from attngeom import laws
 from attngeom.errors import InputError
+from attngeom.training.config import PRESET_NAMES
 
 MAX_JSON_BYTES = 64 << 20
 MAX_DEPTH = 64
@@ -323,6 +324,77 @@ MANIFEST_JSON = Record(
     required=("completed", "config"),
 )
 """A run folder's manifest.json: the facts the package acts on are checked, the rest is provenance."""
+
+REPORT_JSON = Record(
+    {
+        "summary": Record(
+            {k: Number(0, integer=True) for k in ("passed", "failed", "skipped")} | {"verdict": Text(16)},
+            required=("passed", "failed", "skipped", "verdict"),
+        ),
+        "tier": Text(100),
+        "claims": Items(
+            Record({k: Text() for k in ("id", "verdict", "measured", "expected")}, required=("id", "verdict")),
+        ),
+        "provenance": Record(
+            {"inputs": Record(other=Text(64)), "machine": Text(), "git_commit": Maybe(Text(64))},
+            required=("inputs",),
+        ),
+    },
+    required=("summary", "tier", "claims", "provenance"),
+)
+"""A report folder's report.json (documents.Report), as `summary` and `figures` read it back."""
+
+SUMMARY_JSON = Record({"what": Text(), "runs": Record(other=Record())}, required=("runs",))
+"""`summary`'s output (expected/measured/*.json): runs already in it are kept when others are added."""
+
+FIGURES_JSON = Record(
+    {
+        "figures": Items(
+            Record({"file": Text(256, r"[^/\\]+"), "title": Text(), "caption": Text()}, required=("file",))
+        ),
+        "inputs": Items(Text(64)),
+    },
+    required=("figures",),
+)
+"""A report's figures/figures.json: each figure's file, title and caption, and the sha256 of the bundles drawn
+(none listed: drawn from unknown bundles)."""
+
+_KAGGLE_NAME = "[A-Za-z0-9._-]+"
+_KAGGLE_TIME = Maybe(Number(0))
+KAGGLE_KERNEL_JSON = Record(
+    {
+        "bundle": Text(256, _KAGGLE_NAME),
+        "seed": Number(0, 2**32 - 1, integer=True),
+        "id": Text(512, rf"[^/\s]+/{_KAGGLE_NAME}"),
+        "variants": Items(Text(64), max_len=64),
+        "folder": Text(512, rf"kernels/{_KAGGLE_NAME}"),
+        "state": Text(64, "[A-Z_]+"),
+        "pushed": _KAGGLE_TIME,
+        "finished": _KAGGLE_TIME,
+        "version": Maybe(Number(1, 2**31 - 1, integer=True)),
+        "url": Text(65536),
+        "message": Maybe(Text(65536)),
+    },
+    required=("bundle", "seed", "id", "variants", "folder", "state"),
+    other=None,
+)
+"""One kernel of a Kaggle run's state file."""
+
+KAGGLE_STATE_JSON = Record(
+    {
+        "username": Text(256, min_len=1),
+        "created": Text(65536),
+        "run_id": Text(32, "[0-9a-f]{32}"),
+        "preset": Text(64, "|".join(PRESET_NAMES)),
+        "accelerator": Text(256, min_len=1),
+        "timeout": Number(1, 10**7, integer=True),
+        "concurrency": Number(1, 1000, integer=True),
+        "kernels": Items(KAGGLE_KERNEL_JSON, max_len=10_000, min_len=1),
+    },
+    required=("username", "created", "preset", "accelerator", "timeout", "concurrency", "kernels"),
+    other=None,
+)
+"""`<run>/kaggle-state.json`: what a Kaggle run has recorded so far (backends.kaggle_state)."""
 
 
 # --- npz -------------------------------------------------------------------------------------

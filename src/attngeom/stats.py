@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attngeom import laws
-from attngeom.bundles import ModelEvidence
+from attngeom.bundles import BundleModel
 
 SCALES = (0.5, 0.8, 1.25, 2.0, 4.0)
 SWEEP_SCALES = tuple(np.geomspace(0.25, 4.0, 41).tolist())
@@ -57,7 +57,7 @@ class Scorer:
         return laws.kernel(self.dots, self.qq, self.kk, self.b, self.eps, t)
 
 
-def scorer(model: ModelEvidence, head: tuple[int, int] | None = None) -> Scorer:
+def scorer(model: BundleModel, head: tuple[int, int] | None = None) -> Scorer:
     """The model's scorer on every head or on head (layer, head) only; q and k may carry leading
     axes (a window axis)."""
     q = _pick(model.q_LHTD, head, 2).astype(np.float64)
@@ -72,13 +72,13 @@ def scorer(model: ModelEvidence, head: tuple[int, int] | None = None) -> Scorer:
     )
 
 
-def raw_scores(model: ModelEvidence, t: float = 1.0, head: tuple[int, int] | None = None) -> np.ndarray:
+def raw_scores(model: BundleModel, t: float = 1.0, head: tuple[int, int] | None = None) -> np.ndarray:
     """The model's raw score with every query scaled by t."""
     return scorer(model, head)(t)
 
 
 def changed_winners(
-    model: ModelEvidence, scales, reference: float, head: tuple[int, int] | None = None, score: Scorer | None = None
+    model: BundleModel, scales, reference: float, head: tuple[int, int] | None = None, score: Scorer | None = None
 ) -> np.ndarray:
     """Per scale, which scorable rows' winner differs from the winner at `reference`: (S, ..., R)."""
     score = score or scorer(model, head)
@@ -87,20 +87,20 @@ def changed_winners(
 
 
 def scale_changed(
-    model: ModelEvidence, scales=SCALES, head: tuple[int, int] | None = None, score: Scorer | None = None
+    model: BundleModel, scales=SCALES, head: tuple[int, int] | None = None, score: Scorer | None = None
 ) -> np.ndarray:
     """Fraction of scorable rows whose winner moves when queries are scaled by t: (..., len(scales))."""
     return np.moveaxis(changed_winners(model, scales, 1.0, head, score).mean(-1), 0, -1)
 
 
-def sweep_changed_rows(model: ModelEvidence, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
+def sweep_changed_rows(model: BundleModel, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
     """The animation's sweep on one head: per scale, which scorable rows change winner against
     the scale nearest 1: (S, R)."""
     scales = np.asarray(scales)
     return changed_winners(model, scales, float(scales[np.argmin(np.abs(np.log(scales)))]), head)
 
 
-def scale_sweep(model: ModelEvidence, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
+def scale_sweep(model: BundleModel, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
     """The sweep's changed fraction per scale: (S,)."""
     return sweep_changed_rows(model, head, scales).mean(-1)
 
@@ -126,19 +126,36 @@ def norm_entropy(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
     return (-plogp.sum(-1) / np.log(n_keys)).mean(-1)
 
 
-def reconstruction_gap(model: ModelEvidence, score: Scorer | None = None) -> np.ndarray:
+def winner_share(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
+    """Mean share of its row that each scorable row's winner holds, per head: (L, H).
+
+    The posts shade each owner darker "the more of the row the winner holds": the winner's weight
+    over the row's weight on its available keys (a softmax row sums to 1, a kernel row to
+    S/(S + 1e-9), anything in [0, 1), so both are renormalised). A row of n keys gives a share in
+    [1/n, 1]; a row of no weight at all (a kernel row whose scores all vanish) singles out no key,
+    and counts as 1/n, the share of an even row.
+    """
+    T = attn_LHTT.shape[-1]
+    first = laws.first_scorable(strict)
+    p = np.where(laws.available_TT(T, strict), attn_LHTT.astype(np.float64), 0.0)[..., first:, :]
+    top, total = p.max(-1), p.sum(-1)
+    n_keys = np.arange(first, T) + (0 if strict else 1)
+    return np.where(total > 0, top / np.where(total > 0, total, 1.0), 1.0 / n_keys).mean(-1)
+
+
+def reconstruction_gap(model: BundleModel, score: Scorer | None = None) -> np.ndarray:
     """Per head, largest |kernel weights recomputed from exported q, k, b, eps - exported attn|: (..., L, H)."""
     T = model.attn_LHTT.shape[-1]
     w = laws.kernel_weights((score or scorer(model))(1.0), laws.available_TT(T, model.strict))
     return np.abs(w - model.attn_LHTT.astype(np.float64)).max((-2, -1))
 
 
-def reconstruction_error(model: ModelEvidence) -> float:
+def reconstruction_error(model: BundleModel) -> float:
     """Largest |kernel weights recomputed from exported q, k, b, eps - exported attn| over all heads."""
     return float(reconstruction_gap(model).max())
 
 
-def winner_agreement(model: ModelEvidence, score: Scorer | None = None) -> tuple[np.ndarray, np.ndarray]:
+def winner_agreement(model: BundleModel, score: Scorer | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per head, the share of scorable rows whose winner in the final map is also the nearest key
     (argmin |q - k|) and the best-aligned key (argmax q.k) among the available keys."""
     score = score or scorer(model)

@@ -16,36 +16,13 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom import fetch, results, schema
-from attngeom.bundles import ModelEvidence, find_model_folders, load_model
+from attngeom import fetch, schema
+from attngeom.bundles import BundleModel, list_bundles, load_model
+from attngeom.documents import Report
 from attngeom.errors import InputError
 from attngeom.files import sha256_file, shown, write_json_atomic
+from attngeom.statistics import STEP_STATISTICS, Measures
 from attngeom.training.runs import MANIFEST, REPORT, read_manifest
-
-_REPORT_JSON = schema.Record(
-    {
-        "summary": schema.Record(
-            {k: schema.Number(0, integer=True) for k in ("passed", "failed", "skipped")} | {"verdict": schema.Text(16)},
-            required=("passed", "failed", "skipped", "verdict"),
-        ),
-        "tier": schema.Text(100),
-        "claims": schema.Items(
-            schema.Record(
-                {k: schema.Text() for k in ("id", "verdict", "measured", "expected")}, required=("id", "verdict")
-            ),
-        ),
-        "provenance": schema.Record(
-            {
-                "inputs": schema.Record(other=schema.Text(64)),
-                "machine": schema.Text(),
-                "git_commit": schema.Maybe(schema.Text(64)),
-            },
-            required=("inputs",),
-        ),
-    },
-    required=("summary", "tier", "claims", "provenance"),
-)
-_SUMMARY_JSON = schema.Record({"what": schema.Text(), "runs": schema.Record(other=schema.Record())}, required=("runs",))
 
 
 def shown_command(command: str) -> str:
@@ -64,26 +41,27 @@ def shown_command(command: str) -> str:
     return shlex.join(kept)
 
 
-def statistics(model: ModelEvidence) -> dict[str, dict[str, float]]:
+def statistics(model: BundleModel) -> dict[str, dict[str, float]]:
     """Per telemetry step, the means over heads of the distinct winners (of T keys) and of the normalised
     entropy; per evaluation step, the validation loss."""
-    occ, entropy_LH = results.by_step(model)
-    T = model.tokens_T.shape[0]
+    m = Measures.of(model)
     return {
-        "distinct_winners": {str(s): round(float(o.mean() * T), 4) for s, o in occ.items()},
-        "mean_norm_entropy": {str(s): round(float(e.mean()), 6) for s, e in entropy_LH.items()},
+        **{
+            name: {str(s): round(float(f(m, s)[0]), digits) for s in m.steps}
+            for name, (f, digits) in STEP_STATISTICS.items()
+        },
         "validation_loss": {str(p["step"]): round(p["val"], 6) for p in model.run.get("curve", [])},
     }
 
 
 @functools.cache
-def _published(folder: Path, variant: str) -> tuple[ModelEvidence, dict[str, dict[str, float]]]:
+def _published(folder: Path, variant: str) -> tuple[BundleModel, dict[str, dict[str, float]]]:
     """A published model and its statistics, loaded once however many runs are compared with it."""
     model = load_model(folder, variant, 0)
     return model, statistics(model)
 
 
-def map_differences(run: ModelEvidence, published: ModelEvidence) -> dict[str, dict[str, float]]:
+def map_differences(run: BundleModel, published: BundleModel) -> dict[str, dict[str, float]]:
     """Per telemetry step both hold: largest |difference| of the float16 maps and the share of entries that differ."""
     out = {}
     for step in sorted(set(run.maps) & set(published.maps)):
@@ -96,13 +74,13 @@ def map_differences(run: ModelEvidence, published: ModelEvidence) -> dict[str, d
     return out
 
 
-def _report(run_dir: Path, models: list[ModelEvidence]) -> dict:
+def _report(run_dir: Path, models: list[BundleModel]) -> Report:
     path = run_dir / REPORT / "report.json"
     if not path.is_file():
         raise InputError(
             f"{shown(path)}: no report; judge the run first: ./reproduce.sh --bundles {shown(run_dir)} --out {shown(path.parent)}"
         )
-    doc = schema.read_json(path, _REPORT_JSON)
+    doc = schema.read_json(path, schema.REPORT_JSON)
     judged = set(doc["provenance"]["inputs"].values())
     for m in models:
         if not {sha256_file(m.files["attn"]), sha256_file(m.files["geom"])} <= judged:
@@ -121,8 +99,9 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
         )
     seeds, variants = manifest["config"]["seeds"], manifest["config"]["variants"]
     models, out = [], {}
+    listing = list_bundles(run_dir)
     for seed in seeds:
-        folders = find_model_folders(run_dir, seed)
+        folders = listing.folders(seed)
         for variant in variants:
             if variant not in folders:
                 raise InputError(f"{shown(run_dir)}: no geom_{variant}_s{seed}.npz although the manifest names it")
@@ -167,8 +146,8 @@ def run_summary(args: argparse.Namespace) -> int:
     names = [run_dir.resolve().name for run_dir in args.runs]
     if len(set(names)) < len(names):
         raise InputError(f"two run folders with the same name among {', '.join(map(shown, args.runs))}")
-    doc = schema.read_json(args.out, _SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
-    published = find_model_folders(fetch.fetch_bundles())
+    doc = schema.read_json(args.out, schema.SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
+    published = list_bundles(fetch.fetch_bundles()).folders()
     runs = {name: summarise_run(run_dir, published) for name, run_dir in zip(names, args.runs)}
     if args.note:
         for run in runs.values():

@@ -3,7 +3,8 @@
 The bundle reader (mask rule, which runs carry learned kernel scalars), the model (which
 projections a variant has, its score), the trainer (learning rates), the local rerun (which bundle
 folder holds which variant), the figures (labels) and the Kaggle kernel definitions all take
-their facts from `VARIANTS_TABLE`; adding a variant is one line here.
+their facts from `VARIANTS_TABLE`; adding a variant is one line here (a published one: with
+`published=True`, its bundle files' sha256 in fetch.REGISTRY and its expected entries in expected/).
 """
 
 from __future__ import annotations
@@ -23,19 +24,20 @@ class Variant:
     lr: float | None  # the original learning rate; None: not trained here
     bundle: str | None  # the bundle folder a rerun writes it into; None: not trained here
     label: str  # how figures name it
+    published: bool = False  # one of the variants the published claims are about (PUBLISHED)
 
 
 # goat_nov's rate is not recorded and is taken to be goat_v's; yat (fixed b = 0, eps = 1) is only read.
 VARIANTS_TABLE = (
-    # Variant(name, strict_mask, kernel, qk_proj, v_residual, lr, bundle, label): one line each.
-    Variant("softmax", False, False, True, True, 3e-4, "attngeom-qk", "softmax"),
-    Variant("yat_b", False, True, True, True, 3e-3, "attngeom-qk", "Yat kernel"),
-    Variant("goat_v", True, True, False, True, 3e-2, "attngeom-goat", "GOAT"),
+    # Variant(name, strict_mask, kernel, qk_proj, v_residual, lr, bundle, label, published): one line each.
+    Variant("softmax", False, False, True, True, 3e-4, "attngeom-qk", "softmax", published=True),
+    Variant("yat_b", False, True, True, True, 3e-3, "attngeom-qk", "Yat kernel", published=True),
+    Variant("goat_v", True, True, False, True, 3e-2, "attngeom-goat", "GOAT", published=True),
     Variant("goat_nov", True, True, False, False, 3e-2, "attngeom-goat", "GOAT, v = q"),
     Variant("yat", False, True, True, True, None, None, "Yat kernel, fixed b and eps"),
 )
-# The variants the published claims are about.
-PUBLISHED = ("softmax", "yat_b", "goat_v")
+# The variants the published claims are about, in the table's order.
+PUBLISHED = tuple(v.name for v in VARIANTS_TABLE if v.published)
 _BY_NAME = {v.name: v for v in VARIANTS_TABLE}
 TRAINABLE = tuple(v.name for v in VARIANTS_TABLE if v.bundle is not None)
 # bundle folder -> the variants a rerun writes into it

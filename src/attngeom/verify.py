@@ -13,32 +13,41 @@ import argparse
 import sys
 from pathlib import Path
 
-from attngeom import evidence, expected, fetch, judge, report, report_set, robustness, stats
-from attngeom.bundles import VARIANTS, load_models
+from threadpoolctl import threadpool_limits
+
+from attngeom import bundles, evidence, expected, fetch, judge, report, report_set, robustness, statistics, stats
+from attngeom.documents import EvidenceRecord, Report
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
 from attngeom.files import sha256_file, shown
 from attngeom.options import list_of
 from attngeom.results import compute_results
+from attngeom.variants import PUBLISHED
+
+# BLAS_THREADS: the statistics are many small products (a head's 128 x 64 keys at a time). Beside other
+# busy processes on 2 cores, a threaded BLAS made them far slower than one thread does (the hull
+# census's Gram products of 360 heads: 0.68 s threaded, 0.07 s on one thread), its threads waiting on
+# each other for the cores; so the verify stage runs BLAS on one thread.
 
 
 def judge_evidence(
-    root: Path, models: dict, tier: str | None = None
-) -> tuple[evidence.Evidence, str, list[str], dict[str, str]]:
-    """What the bundles are, the tier used (the override, else the evidence's), warnings, input hashes."""
+    root: Path, models: dict, tier: str | None = None, listing: bundles.Listing | None = None
+) -> tuple[evidence.Evidence, str, list[str], dict[Path, str]]:
+    """What the bundles are, the tier used (the override, else the evidence's), warnings, input hashes
+    (`listing`: the folder's files, searched once already)."""
     inputs = sorted({path for m in models.values() for path in m.files.values()})
     hashes = {path: sha256_file(path) for path in inputs}
-    ev = evidence.describe(models, root, hashes)
+    ev = evidence.describe(models, root, hashes, listing)
     warnings = list(ev.warnings)
     if tier is not None and tier != ev.tier:
         warnings.append(f"--tier {tier} overrides the {ev.tier} tier chosen for these bundles ({ev.kind}: {ev.why})")
-    return ev, tier or ev.tier, warnings, {str(p): h for p, h in hashes.items()}
+    return ev, tier or ev.tier, warnings, hashes
 
 
 def run_verify(
     bundles_root: Path | None,
     out: Path,
     tier: str | None = None,
-    variants: tuple[str, ...] = VARIANTS,
+    variants: tuple[str, ...] = PUBLISHED,
 ) -> int:
     """Verify a folder of bundles (None: the author's published bundles) and write the report.
 
@@ -47,33 +56,32 @@ def run_verify(
     """
     report_set.check_out(Path(out))
     root = Path(bundles_root) if bundles_root is not None else fetch.fetch_bundles()
-    models = load_models(root, variants, heads=stats.FIXED_HEADS)
-    ev, tier, warnings, hashes = judge_evidence(root, models, tier)
+    listing = bundles.list_bundles(root)  # the one search of the folder
+    models = bundles.load_models(root, variants, heads=stats.FIXED_HEADS, listing=listing)
+    ev, tier, warnings, hashes = judge_evidence(root, models, tier, listing)
     print(ev.line())
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     companion_runs = fetch.fetch_companion()
-    robust, robust_inputs = robustness.measure(root, models)
-    results = {**compute_results(models, companion_runs), "robustness": robust}
-    rows = judge.judge_all(results, tier, ev.scope, ev.stopped_after)
-    doc = {
-        "summary": judge.summarise(rows),
-        "tier": tier,
-        "evidence": {
-            "kind": ev.kind,
-            "why": ev.why,
-            "scope": ev.scope,
-            "stopped_after": ev.stopped_after,
-            "line": ev.line(),
-        },
-        "warnings": warnings,
-        "preflight": ev.preflight,
-        "bundles": shown(root),
-        "claims": rows,
-        "provenance": report.provenance(
-            [Path(p) for p in hashes] + robust_inputs + [companion_runs], expected.sha256_of()
+    claims = expected.load_claims()  # parsed once, for the robustness pass and the judgement
+    plain = {name: statistics.Measures.of(m) for name, m in models.items()}
+    with threadpool_limits(limits=1, user_api="blas"):  # see BLAS_THREADS
+        robust, robust_inputs = robustness.measure(listing, models, plain, claims)
+        results = {**compute_results(models, companion_runs, plain), "robustness": robust}
+    rows = judge.judge_all(results, tier, ev.scope, ev.stopped_after, claims)
+    inputs = {**hashes, **{p: sha256_file(p) for p in [*robust_inputs, companion_runs] if p not in hashes}}
+    doc = Report(
+        summary=judge.summarise(rows),
+        tier=tier,
+        evidence=EvidenceRecord(
+            kind=ev.kind, why=ev.why, scope=ev.scope, stopped_after=ev.stopped_after, line=ev.line()
         ),
-    }
+        warnings=warnings,
+        preflight=ev.preflight,
+        bundles=shown(root),
+        claims=rows,
+        provenance=report.provenance(inputs, expected.sha256_of()),
+    )
     report_set.write_verified(Path(out), doc, results)
     width = max(len(r["id"]) for r in rows)
     for r in rows:
@@ -96,6 +104,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "rerun for any other)",
     )
     p.add_argument(
-        "--variants", type=list_of(str, VARIANTS, "variant"), default=VARIANTS, help="comma-separated variants to load"
+        "--variants",
+        type=list_of(str, PUBLISHED, "variant"),
+        default=PUBLISHED,
+        help="comma-separated variants to load",
     )
     p.set_defaults(func=lambda a: run_verify(a.bundles, a.out, a.tier, a.variants))

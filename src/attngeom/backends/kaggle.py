@@ -36,11 +36,11 @@ from attngeom.backends.kaggle_client import (
 )
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
 from attngeom.backends.kaggle_state import STATE_FILE, load_state, save_state
-from attngeom.bundles import VARIANTS
 from attngeom.errors import InputError
 from attngeom.options import list_of, positive, seed
-from attngeom.training.rerun import PRESET_NAMES
+from attngeom.training.config import PRESET_NAMES
 from attngeom.training.runs import REPORT, RUNS_DIR, new_run_dir, require_complete
+from attngeom.variants import PUBLISHED
 
 if TYPE_CHECKING:  # importing the client authenticates; only `kaggle_client.connect` does it, on demand
     from kaggle.api.kaggle_api_extended import KaggleApi
@@ -226,7 +226,7 @@ def pull(api: KaggleApi, run: Path, state: dict) -> None:
 
 def judge(run: Path, state: dict) -> int:
     """Verify the seed-0 bundles with the rerun tier; the report goes to `run/report`."""
-    variants = tuple(v for v in VARIANTS if any(k["seed"] == 0 and v in k["variants"] for k in state["kernels"]))
+    variants = tuple(v for v in PUBLISHED if any(k["seed"] == 0 and v in k["variants"] for k in state["kernels"]))
     if not variants:
         print("no seed-0 kernels in this run: the bundles are pulled and checked, nothing to judge", flush=True)
         return 0

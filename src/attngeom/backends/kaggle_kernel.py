@@ -6,7 +6,7 @@ script is the program in `kernel_main` followed by the run's settings and this p
 source, `expected/` and the hash-pinned CUDA lock as one base64 tar.gz, so the kernel trains
 with exactly the code of this checkout: it installs the lock with uv and `--require-hashes`
 into a fresh environment, drops the image's system CUDA from `LD_LIBRARY_PATH`, checks that jax
-can use the GPU, runs `python -m attngeom rerun --backend local` and leaves the bundle
+can use the GPU, runs `python -m attngeom rerun` and leaves the bundle
 folder with its `manifest.json` under `attngeom-run/` in the working directory, which Kaggle
 keeps as output.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 from attngeom.backends import kernel_main
 from attngeom.errors import InputError
 from attngeom.files import REPO
-from attngeom.training.rerun import PRESET_NAMES
+from attngeom.training.config import PRESET_NAMES
 
 KAGGLE_DIR = REPO / "kaggle"
 GPU_LOCK = REPO / "requirements-cuda.lock"  # also the Docker image's: the project's pins plus jax's CUDA 12 wheels

@@ -212,7 +212,7 @@ def main(settings: dict, source_b64: str) -> None:
     if on_kaggle and settings["PRESET"] != "smoke":  # the smoke preset trains on whatever jax finds
         require_gpu(python, env)
     out = work / settings["OUTPUT_DIR"]
-    cmd = [python, "-m", "attngeom", "rerun", "--backend", "local", "--preset", settings["PRESET"]]
+    cmd = [python, "-m", "attngeom", "rerun", "--preset", settings["PRESET"]]
     cmd += ["--out", str(out), "--variants", settings["VARIANTS"], "--seeds", settings["SEED"], "--quiet"]
     print("+ " + " ".join(cmd), flush=True)
     status = subprocess.run(cmd, check=False, env=env, cwd=str(repo)).returncode

@@ -26,7 +26,7 @@ import numpy as np
 import attngeom
 from attngeom.errors import EXIT_FAIL, EXIT_PASS, InputError
 from attngeom.files import cpu_model
-from attngeom.options import list_of
+from attngeom.options import subcommand, variants_option
 
 FIDELITY_JSON = "fidelity.json"
 DEFAULT_STEPS = 3
@@ -270,7 +270,7 @@ def run_preflight(folder, variants: tuple[str, ...], requested: int | None) -> N
 
 def run(args: argparse.Namespace) -> int:
     """Check, print the table, write fidelity.json; 0 match, 1 mismatch."""
-    from attngeom.training.rerun import deterministic_device
+    from attngeom.training.device import deterministic_device
     from attngeom.training.runs import new_run_dir
 
     _validate(args.variants, args.steps)
@@ -285,18 +285,8 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the `fidelity` subcommand."""
-    p = subparsers.add_parser(
-        "fidelity",
-        help="the author's training script and this harness, side by side",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = subcommand(subparsers, "fidelity", "the author's training script and this harness, side by side", __doc__)
     p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"training steps (default {DEFAULT_STEPS})")
-    p.add_argument(
-        "--variants",
-        type=list_of(str, SCRIPT_VARIANTS, "variant"),
-        default=DEFAULT_VARIANTS,
-        help=f"comma-separated (default: {','.join(DEFAULT_VARIANTS)})",
-    )
+    variants_option(p, SCRIPT_VARIANTS, DEFAULT_VARIANTS)
     p.add_argument("--out", type=Path, help="a new or empty folder for fidelity.json (default: runs/<time>-fidelity)")
     p.set_defaults(func=run)

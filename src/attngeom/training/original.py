@@ -8,7 +8,7 @@ environment) touches nothing else. The driver:
   so the script never reaches the network;
 - executes the script's source as a module whose `__file__` lies in a scratch folder (it writes
   its `results/` beside itself), with the paper configuration (`SMOKE` unset) and telemetry on;
-- applies the device settings of this harness (`rerun.deterministic_device`), so both sides run
+- applies the device settings of this harness (`device.deterministic_device`), so both sides run
   under the same XLA flags and matmul precision;
 - sets the step count to N and the validation batches to 1 (evaluation only; training is
   unchanged), and calls the script's own `run_variant(variant, 0, lr)` for each variant;
@@ -98,12 +98,13 @@ def run(job: dict) -> None:
     for name in ("SMOKE", "NORMSWAP", "GEOMETRY", "SWEEP_LRS", "LR_SOFTMAX", "LR_YAT"):
         os.environ.pop(name, None)
     os.environ["TELEMETRY"] = "1"
-    from attngeom.training.rerun import deterministic_device
+    from attngeom.training.device import deterministic_device
 
     deterministic_device()
     import jax
     from flax import nnx
 
+    from attngeom.bundles import attn_file
     from attngeom.training.model import param_stats
 
     workdir, script = Path(job["workdir"]), Path(job["script"])
@@ -116,7 +117,7 @@ def run(job: dict) -> None:
             module.nnx = recorder = Recorder(nnx, param_stats)
             module.run_variant(variant, 0, lr=lr)
             count, total, absolute = recorder.initial
-            with np.load(Path(module.RESULTS_DIR) / f"attn_{variant}_s0.npz") as z:
+            with np.load(attn_file(module.RESULTS_DIR, variant, 0)) as z:
                 maps[variant], tokens_T = z["step0"], z["tokens"]
             result[variant] = {
                 "parameters": count,

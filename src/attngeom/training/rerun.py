@@ -1,10 +1,10 @@
-"""`reproduce.sh rerun --backend local`: retrain the seed-0 runs, write the bundles, judge them.
+"""The local rerun: retrain the seed-0 runs on this machine and write the bundles (the `rerun` command, in
+attngeom.rerun, then judges them).
 
 Two bundle folders, as the author published them: `attngeom-qk` (softmax and yat_b in one
 `yat_attention.json`) and `attngeom-goat` (goat_v). They go into a new run folder with a
-manifest and a per-step training log; then `verify` judges them with the rerun tolerances and
-writes the report into `<run>/report`. The exit status is verify's. The run is complete once
-its report exists.
+manifest and a per-step training log. The run is complete once the command has judged it
+(`finish`); this module never imports the judgement.
 
 Each variant saves a checkpoint into `<run>/checkpoints` at every evaluation; `--resume RUN`
 continues an interrupted run from them to the same bundles an uninterrupted run writes (a run
@@ -23,29 +23,18 @@ only when asked): `fidelity.json` goes into the run folder and its verdict into 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import os
 import shutil
-import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-import numpy as np
-
-from attngeom.bundles import RUN_JSON, write_attn_npz, write_geom_npz
+from attngeom.bundles import write_model, write_run_json
 from attngeom.errors import InputError
-from attngeom.files import write_json_atomic
-from attngeom.options import list_of, step_count
-from attngeom.options import seed as seed_option
-from attngeom.robustness import windows_path, write_windows_npz
 from attngeom.training import data, runs
-from attngeom.training.config import PRESET_NAMES, TrainConfig, bits_per_char, preset
+from attngeom.training.config import TrainConfig, preset
+from attngeom.training.device import deterministic_device
 from attngeom.training.device_probe import check_device
-from attngeom.variants import BUNDLES, PUBLISHED, TRAINABLE
-from attngeom.verify import run_verify
+from attngeom.variants import BUNDLES
 
-DEFAULT_VARIANTS = PUBLISHED
-DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
 MAX_WINDOWS = 256
 
 
@@ -78,62 +67,6 @@ class Plan:
             raise InputError(f"{path}: not a local rerun, or one of another version (manifest lacks {exc})") from exc
 
 
-def deterministic_device() -> None:
-    """Before the first computation: deterministic GPU kernels, one GPU, full-precision matmuls."""
-    if importlib.util.find_spec("jax") is None:
-        raise InputError(
-            f"training needs jax, which this environment lacks (Python {sys.version.split()[0]}); "
-            "jax 0.10.2 needs Python 3.11 or 3.12: delete .venv and run again with ATTNGEOM_PYTHON=python3.12"
-        )
-    flags = os.environ.get("XLA_FLAGS", "").split()
-    os.environ["XLA_FLAGS"] = " ".join(flags + [f for f in DETERMINISTIC_XLA_FLAGS if f not in flags])
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    os.environ["CUDA_VISIBLE_DEVICES"] = "0" if visible is None else visible.split(",")[0]
-    os.environ["JAX_DEFAULT_MATMUL_PRECISION"] = "highest"  # read when jax loads
-    if "jax" in sys.modules:  # loaded already (a caller in the same process): set it there too
-        sys.modules["jax"].config.update("jax_default_matmul_precision", "highest")
-
-
-def run_json(results: list, cfg) -> dict:
-    """The original `yat_attention.json` of one bundle folder."""
-    records, summary = [], {}
-    for r in results:
-        record = {
-            "variant": r.variant,
-            "seed": r.seed,
-            "best_val": r.best_val,
-            "bpc": bits_per_char(r.best_val),
-            "curve": r.curve,
-            "score_max": r.score_max,
-        }
-        if r.b_LH is not None:
-            record["b_learned"], record["eps_learned"] = r.b_LH.tolist(), r.eps_LH.tolist()
-        record["telemetry_prompt"] = r.prompt
-        records.append(record)
-    for variant in dict.fromkeys(r.variant for r in results):
-        best = np.array([r.best_val for r in results if r.variant == variant])
-        summary[variant] = {
-            "best_val_mean": float(best.mean()),
-            "best_val_std": float(best.std()),
-            "bpc_mean": bits_per_char(float(best.mean())),
-        }
-    return {"summary": summary, "runs": records, "cfg": cfg.original_cfg()}
-
-
-def write_result(folder: Path, result) -> None:
-    """The attention maps and the final geometry of one model, in the original npz format."""
-    stem = f"{result.variant}_s{result.seed}"
-    write_attn_npz(folder / f"attn_{stem}.npz", result.tokens_T, {s: result.maps[s] for s in sorted(result.maps)})
-    write_geom_npz(folder / f"geom_{stem}.npz", result.tokens_T, result.q_LHTD, result.k_LHTD, result.attn_LHTT)
-    write_windows_npz(
-        windows_path(folder, result.variant, result.seed),
-        result.windows_WT,
-        {s: result.window_maps[s] for s in sorted(result.window_maps)},
-        result.q_WLHTD,
-        result.k_WLHTD,
-    )
-
-
 def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int, ...], quiet: bool) -> dict:
     """Train every requested variant and seed into its bundle folder; per-variant wall times."""
     from attngeom.training import train  # the one place jax is loaded: after `deterministic_device`
@@ -164,10 +97,10 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
                     variant, seed, cfg, corpus, on_steps=on_steps, on_eval=on_eval, checkpoint=checkpoint
                 )
                 progress.close()
-                write_result(folder, result)
+                write_model(folder, result)
                 results.append(result)
                 walls[f"{variant}_s{seed}"] = round(result.wall_s, 3)
-                write_json_atomic(folder / RUN_JSON, run_json(results, cfg))
+                write_run_json(folder, results, cfg)
                 print(f"{variant} seed {seed}: best val {result.best_val:.4f} nats in {result.wall_s:.0f} s")
     return walls
 
@@ -216,104 +149,23 @@ def options(args: argparse.Namespace) -> Plan:
     return Plan(cfg, args.variants, args.seeds or (args.seed,), args.preset)
 
 
-def train_and_judge(folder: runs.RunFolder, plan: Plan, corpus: data.Corpus, quiet: bool) -> int:
-    """Train into the run folder, verify, and only then mark it complete; verify's exit status."""
-    walls = train_bundles(folder, plan.cfg, corpus, plan.variants, plan.seeds, quiet)
-    folder.update(variant_wall_s=walls)
-    judged = tuple(v for v in PUBLISHED if v in plan.variants)
-    status, verified = 0, {}
-    if 0 in plan.seeds and judged:
-        status = run_verify(
-            folder.path, out=folder.path / runs.REPORT, variants=judged
-        )  # the run's files say what it is
-        verified = {"verify_exit": status}
-    else:
-        print(f"verification skipped: the claims are about seed 0 of {', '.join(PUBLISHED)}, not trained here")
-    if plan.cfg.stop_after is None:  # a stopped run keeps them, to be carried on with --resume
-        shutil.rmtree(folder.path / runs.CHECKPOINTS, ignore_errors=True)
-    folder.complete(**verified)
-    return status
-
-
-def run(args: argparse.Namespace) -> int:
-    """Train (or continue an interrupted run), write, verify; the exit status is the verification's."""
-    if args.backend != "local":
-        raise InputError(f"backend {args.backend!r} is not run here; use `reproduce.sh {args.backend} ...`")
+def open_run(args: argparse.Namespace) -> tuple[runs.RunFolder, Plan, data.Corpus]:
+    """The device set, then the run folder (new, or reopened with --resume), its plan and the corpus."""
     deterministic_device()
     check_device()  # before a run folder is claimed: a bad XLA_FLAGS or JAX_PLATFORMS leaves none behind
     if args.resume:
         folder, plan = resume_run(args.resume)
-        corpus = data.load_corpus()
-    else:
-        plan = options(args)
-        corpus = data.load_corpus()
-        label = f"{plan.preset}-s{'_'.join(map(str, plan.seeds))}"
-        folder = runs.RunFolder(runs.new_run_dir(args.out, label), config=plan.manifest_config())
-        folder.update(stopped_after=plan.cfg.stop_after, windows=plan.cfg.windows)
-    print(f"run folder: {folder.path}")
-    try:
-        if not args.resume:
-            from attngeom.training.fidelity import run_preflight
-
-            run_preflight(folder, plan.variants, args.preflight)
-        return train_and_judge(folder, plan, corpus, args.quiet)
-    except BaseException as exc:
-        folder.fail(exc)
-        raise
-    finally:
-        folder.release()
+        return folder, plan, data.load_corpus()
+    plan = options(args)
+    corpus = data.load_corpus()
+    label = f"{plan.preset}-s{'_'.join(map(str, plan.seeds))}"
+    folder = runs.RunFolder(runs.new_run_dir(args.out, label), config=plan.manifest_config())
+    folder.update(stopped_after=plan.cfg.stop_after, windows=plan.cfg.windows)
+    return folder, plan, corpus
 
 
-def register(subparsers) -> None:
-    """Add the `rerun` subcommand."""
-    p = subparsers.add_parser(
-        "rerun",
-        help="retrain the seed-0 runs, write the bundles, verify them",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--backend", choices=("local",), default="local", help="where to train (default: this machine)")
-    p.add_argument(
-        "--preset",
-        choices=PRESET_NAMES,
-        default="paper",
-        help="paper: the original runs (12,000 steps); smoke: a tiny check (minutes on a CPU)",
-    )
-    p.add_argument("--out", type=Path, help="the run folder, new or empty (default: runs/<time>-<preset>-s<seed>)")
-    p.add_argument("--steps", type=int, help="training steps (telemetry at 0, steps/10, steps/2, steps-1)")
-    p.add_argument(
-        "--stop-after",
-        type=int,
-        metavar="STEP",
-        help="stop after this step of the schedule (telemetry steps up to it are recorded)",
-    )
-    p.add_argument("--seed", type=seed_option, default=0, help="the seed (default 0, the published runs)")
-    p.add_argument("--seeds", type=list_of(seed_option), help="several seeds, comma-separated (overrides --seed)")
-    p.add_argument(
-        "--variants",
-        type=list_of(str, TRAINABLE, "variant"),
-        default=DEFAULT_VARIANTS,
-        help=f"comma-separated (default: {','.join(DEFAULT_VARIANTS)})",
-    )
-    p.add_argument(
-        "--windows",
-        type=int,
-        metavar="W",
-        help="record the maps on W windows of the validation text too, the fixed one first (default 16)",
-    )
-    p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
-    p.add_argument(
-        "--resume",
-        type=Path,
-        metavar="RUN",
-        help="continue an interrupted run folder from its checkpoints (its own options are used)",
-    )
-    p.add_argument(
-        "--preflight",
-        type=step_count,
-        metavar="N",
-        help="first compare N paper-preset steps with the author's script (`fidelity`); "
-        "default 3 on a GPU, 0 (skip) on a CPU",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress output or evaluation lines")
-    p.set_defaults(func=run)
+def finish(folder: runs.RunFolder, plan: Plan, **verified) -> None:
+    """Mark the judged run complete; its checkpoints go, except those of a run stopped early (kept for --resume)."""
+    if plan.cfg.stop_after is None:
+        shutil.rmtree(folder.path / runs.CHECKPOINTS, ignore_errors=True)
+    folder.complete(**verified)

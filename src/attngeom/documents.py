@@ -1,0 +1,109 @@
+"""The result and report documents, typed once: results.json (`Results`) and report.json (`Report`).
+
+verify builds them, report.py, html_report.py and report_set.py write them, and `summary` and
+`figures` read report.json back through schema.REPORT_JSON, which checks the fields they use.
+They stay plain JSON objects (TypedDicts), so the files are what they were.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class Counts(TypedDict):
+    """The verdict: how many claims passed, failed and were skipped, and PASS or FAIL overall."""
+
+    passed: int
+    failed: int
+    skipped: int
+    verdict: str
+
+
+class ClaimRow(TypedDict):
+    """One judged claim (judge.judge_all)."""
+
+    id: str
+    claim: str
+    quote: str
+    source: str
+    function: str
+    unit: str
+    tier: str
+    measured_value: object
+    measured: str
+    expected: str
+    tolerance_reason: str
+    verdict: str  # judge.VERDICTS
+
+
+class EvidenceRecord(TypedDict):
+    """What the bundles are and how they were judged (evidence.Evidence, as recorded)."""
+
+    kind: str
+    why: str
+    scope: str
+    stopped_after: int | None
+    line: str
+
+
+class Provenance(TypedDict):
+    """Where the judgement came from (report.provenance)."""
+
+    inputs: dict[str, str]  # shown path -> sha256
+    sources: dict[str, dict]
+    expected_sha256: dict[str, str]
+    versions: dict[str, str]
+    git_commit: str | None
+    machine: str
+    date: str
+    command: str
+
+
+class Report(TypedDict):
+    """report.json."""
+
+    summary: Counts
+    tier: str
+    evidence: EvidenceRecord
+    warnings: list[str]
+    preflight: dict | None
+    bundles: str
+    claims: list[ClaimRow]
+    provenance: Provenance
+
+
+class ModelResults(TypedDict, total=False):
+    """One model's statistics in results.json (results.model_results); the statistics of
+    statistics.TABLE without a `read` are added under their own names."""
+
+    variant: str
+    seed: int
+    setup: dict
+    scale_t: list[float]
+    scale_changed: dict[str, float]
+    scale_changed_rows: dict[str, int]
+    scale_comparisons: int
+    mean_norm_entropy_final: float
+    mean_norm_entropy_by_step: dict[str, float]
+    occupancy_by_step: dict[str, float]
+    occupancy_final_min: float
+    occupancy_final_max: float
+    keys_inside_hull: int
+    keys_total: int
+    winner_is_nearest: float
+    winner_is_aligned: float
+    scale_sweep: dict
+    census_head: dict
+    best_val: float
+    bpc: float
+    per_head: dict
+    reconstruction_max_abs: float
+
+
+class Results(TypedDict, total=False):
+    """results.json: every model's statistics, the quality gaps, the mathematics, and (verify) the robustness section."""
+
+    models: dict[str, ModelResults]
+    quality: dict
+    mathematics: dict
+    robustness: dict

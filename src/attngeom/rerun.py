@@ -1,0 +1,89 @@
+"""`reproduce.sh rerun`: retrain the seed-0 runs on this machine (training.rerun), then judge them (verify).
+
+The command layer joins the two, so that training never imports the judgement: the run folder
+is opened (or reopened with --resume), the fidelity preflight runs on a GPU, the bundles are
+trained and written, verify judges them with the rerun tolerances into `<run>/report`, and only
+then is the run marked complete. The exit status is verify's. Kaggle and Docker are their own
+commands (`kaggle run`, `docker run rerun`), which run this one on their machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from attngeom.options import list_of, step_count, subcommand, variants_option
+from attngeom.options import seed as seed_option
+from attngeom.training import rerun, runs
+from attngeom.training.config import PRESET_NAMES
+from attngeom.variants import PUBLISHED, TRAINABLE
+from attngeom.verify import run_verify
+
+
+def judge(folder: runs.RunFolder, plan: rerun.Plan) -> tuple[int, dict]:
+    """Verify the run's seed-0 bundles into `<run>/report`: verify's exit status and what the manifest records."""
+    judged = tuple(v for v in PUBLISHED if v in plan.variants)
+    if 0 not in plan.seeds or not judged:
+        print(f"verification skipped: the claims are about seed 0 of {', '.join(PUBLISHED)}, not trained here")
+        return 0, {}
+    status = run_verify(folder.path, out=folder.path / runs.REPORT, variants=judged)  # the run's files say what it is
+    return status, {"verify_exit": status}
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train (or continue an interrupted run), write, verify; the exit status is the verification's."""
+    folder, plan, corpus = rerun.open_run(args)
+    print(f"run folder: {folder.path}")
+    try:
+        if not args.resume:
+            from attngeom.training.fidelity import run_preflight
+
+            run_preflight(folder, plan.variants, args.preflight)
+        walls = rerun.train_bundles(folder, plan.cfg, corpus, plan.variants, plan.seeds, args.quiet)
+        folder.update(variant_wall_s=walls)
+        status, verified = judge(folder, plan)
+        rerun.finish(folder, plan, **verified)
+        return status
+    except BaseException as exc:
+        folder.fail(exc)
+        raise
+    finally:
+        folder.release()
+
+
+def register(subparsers) -> None:
+    """Add the `rerun` subcommand."""
+    p = subcommand(
+        subparsers, "rerun", "retrain the seed-0 runs on this machine, write the bundles, verify them", __doc__
+    )
+    p.add_argument(
+        "--preset",
+        choices=PRESET_NAMES,
+        default="paper",
+        help="paper: the original runs (12,000 steps); smoke: a tiny check (minutes on a CPU)",
+    )
+    p.add_argument("--out", type=Path, help="the run folder, new or empty (default: runs/<time>-<preset>-s<seed>)")
+    p.add_argument("--steps", type=int, help="training steps (telemetry at 0, steps/10, steps/2, steps-1)")
+    p.add_argument("--seed", type=seed_option, default=0, help="the seed (default 0, the published runs)")
+    p.add_argument("--seeds", type=list_of(seed_option), help="several seeds, comma-separated (overrides --seed)")
+    variants_option(p, TRAINABLE, PUBLISHED)
+    p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
+    for flag, kind, metavar, text in (
+        ("--stop-after", int, "STEP", "stop after this step of the schedule (telemetry steps up to it are recorded)"),
+        (
+            "--windows",
+            int,
+            "W",
+            "record the maps on W windows of the validation text too, the fixed one first (default 16)",
+        ),
+        ("--resume", Path, "RUN", "continue an interrupted run folder from its checkpoints (its own options are used)"),
+        (
+            "--preflight",
+            step_count,
+            "N",
+            "first compare N paper-preset steps with the author's script (`fidelity`); default 3 on a GPU, 0 (skip) on a CPU",
+        ),
+    ):
+        p.add_argument(flag, type=kind, metavar=metavar, help=text)
+    p.add_argument("--quiet", action="store_true", help="no progress output or evaluation lines")
+    p.set_defaults(func=run)
