@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attngeom import cli
+from attngeom import cli, schema
 from attngeom.bundles import RUN_JSON, load_models
 from attngeom.errors import InputError
 from attngeom.files import machine
@@ -307,34 +307,53 @@ def test_a_damaged_checkpoint_is_one_error_and_keeps_the_runs_record(
     assert "KeyboardInterrupt" in json.loads(before)["error"]
 
 
-def test_run_json_summarises_every_seed():
-    def fake(seed, best):
-        return train.RunResult(
-            variant="yat_b",
-            seed=seed,
-            lr=3e-3,
-            losses=np.zeros(2),
-            curve=[{"step": 2, "val": best}],
-            tokens_T=np.zeros(4, np.int32),
-            prompt="abcd",
-            maps={},
-            windows_WT=None,
-            window_maps={},
-            q_WLHTD=None,
-            k_WLHTD=None,
-            q_LHTD=None,
-            k_LHTD=None,
-            attn_LHTT=None,
-            score_max=[1.0],
-            b_LH=np.ones((1, 2)),
-            eps_LH=np.ones((1, 2)),
-            wall_s=0.0,
-        )
+def _result(seed: int, curve: list[dict]) -> train.RunResult:
+    """What training leaves behind, reduced to what the run JSON reads."""
+    return train.RunResult(
+        variant="yat_b",
+        seed=seed,
+        lr=3e-3,
+        losses=np.zeros(2),
+        curve=curve,
+        tokens_T=np.zeros(4, np.int32),
+        prompt="abcd",
+        maps={},
+        windows_WT=None,
+        window_maps={},
+        q_WLHTD=None,
+        k_WLHTD=None,
+        q_LHTD=None,
+        k_LHTD=None,
+        attn_LHTT=None,
+        score_max=[1.0] if curve else [],
+        b_LH=np.ones((1, 2)),
+        eps_LH=np.ones((1, 2)),
+        wall_s=0.0,
+    )
 
-    doc = rerun.run_json([fake(0, 1.0), fake(1, 2.0)], config.PRESETS["smoke"])
+
+def test_run_json_summarises_every_seed():
+    doc = rerun.run_json(
+        [_result(0, [{"step": 2, "val": 1.0}]), _result(1, [{"step": 2, "val": 2.0}])], config.PRESETS["smoke"]
+    )
     assert doc["summary"]["yat_b"]["best_val_mean"] == 1.5 and doc["summary"]["yat_b"]["best_val_std"] == 0.5
     assert [list(r)[:6] for r in doc["runs"]][0] == ["variant", "seed", "best_val", "bpc", "curve", "score_max"]
     assert doc["runs"][1]["b_learned"] == [[1.0, 1.0]]
+
+
+def test_a_run_stopped_before_its_first_evaluation_says_so_in_its_run_json():
+    cfg = config.preset("paper", stop_after=2)
+    doc = rerun.run_json([_result(0, [])], cfg)
+    assert {k: doc["runs"][0][k] for k in ("best_val", "bpc", "curve", "score_max")} == {
+        "best_val": None,
+        "bpc": None,
+        "curve": [],
+        "score_max": [],
+    }
+    assert doc["summary"]["yat_b"] == {"best_val_mean": None, "best_val_std": None, "bpc_mean": None}
+    schema.check(json.loads(json.dumps(doc)), schema.RUN_JSON, "run JSON")  # the reader accepts it
+    seeds = rerun.run_json([_result(0, []), _result(1, [{"step": 500, "val": 2.0}])], cfg)["summary"]["yat_b"]
+    assert seeds["best_val_mean"] == 2.0  # over the seeds that reached an evaluation
 
 
 def test_training_without_jax_is_one_clear_error(monkeypatch):
@@ -359,3 +378,25 @@ def test_the_rerun_report_judges_seed_0_and_shows_every_window(smoke_run):
     assert robust["softmax"]["counts"]["scale_moved_rows"]["count"] == 0  # the theorem holds on every window
     assert "## Robustness: every window and seed" in (report / "REPORT.md").read_text()
     assert '<figure class="robust"' in (report / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_a_paper_run_stopped_before_its_first_evaluation_is_judged_on_what_it_reached(tmp_path):
+    """Three paper steps of softmax: only the step-0 maps and no validation loss, judged all the same."""
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    cmd = [sys.executable, "-m", "attngeom", "rerun", "--preset", "paper", "--stop-after", "2"]
+    cmd += ["--variants", "softmax", "--out", str(out), "--quiet"]
+    proc = subprocess.run(cmd, check=False, env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "softmax seed 0: no evaluation yet" in proc.stdout
+    manifest = runs.require_complete(out)
+    assert manifest["stopped_after"] == 2 and manifest["verify_exit"] == proc.returncode
+    record = json.loads((out / "attngeom-qk" / RUN_JSON).read_text())["runs"][0]
+    assert record["best_val"] is None and record["curve"] == []
+    report = json.loads((out / "report" / "report.json").read_text())
+    rows = {c["id"]: c["verdict"] for c in report["claims"]}
+    assert report["evidence"]["scope"] == "truncated" and rows["occupancy.softmax.step0"] == "PASS"
+    assert rows["scale.softmax.moved"] == "PASS"
+    results = json.loads((out / "report" / "results.json").read_text())
+    assert results["models"]["softmax"]["best_val"] is None

@@ -103,8 +103,8 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> ModelEvidence:
             schema.check_array(attn_path, key, arr, (L, H, T, T), "f16")
             schema.check_attention(attn_path, key, arr, strict_mask(variant), kernel_law(variant))
             maps[int(m.group(1))] = arr
-    if len(maps) < 2:
-        raise InputError(f"{attn_path}: expected attention maps under step<N> keys, found {len(maps)}")
+    if not maps:  # step 0's maps are taken before training: even a run stopped after one step has them
+        raise InputError(f"{attn_path}: expected attention maps under step<N> keys, found none")
     if not np.array_equal(attn["tokens"], geom["tokens"]):
         raise InputError(f"{attn_path}: 'tokens' differ from those in {geom_path.name}")
 

@@ -72,7 +72,10 @@ def statistics_rows(results: dict) -> tuple[list[str], list[tuple[str, list[str]
             lambda m: f"{m['winner_is_nearest']:.1%} / {m['winner_is_aligned']:.1%}",
         ),
         ("largest change in the 41-scale sweep (layer 1, head 1)", lambda m: f"{max(m['scale_sweep']['changed']):.1%}"),
-        ("best validation loss, nats (bits per character)", lambda m: f"{m['best_val']:.4f} ({m['bpc']:.3f})"),
+        (
+            "best validation loss, nats (bits per character)",
+            lambda m: "no evaluation yet" if m["best_val"] is None else f"{m['best_val']:.4f} ({m['bpc']:.3f})",
+        ),
     ]
     return list(models), [(label, [get(m) for m in models.values()]) for label, get in rows]
 

@@ -38,6 +38,8 @@ def model_results(model: ModelEvidence) -> dict:
     nearest_LH, aligned_LH = stats.winner_agreement(model)
     rows = T - 1 - int(model.strict)
     census = tuple(stats.CENSUS_HEAD)
+    best = model.run["best_val"]  # None: stopped before its first evaluation
+    best = None if best is None else float(best)
     out = {
         "variant": model.variant,
         "seed": model.seed,
@@ -74,8 +76,8 @@ def model_results(model: ModelEvidence) -> dict:
             "head": list(census),
             "distinct_by_step": {str(s): int(round(occ[s][census] * T)) for s in steps},
         },
-        "best_val": float(model.run["best_val"]),
-        "bpc": float(model.run["best_val"]) / math.log(2),
+        "best_val": best,
+        "bpc": None if best is None else best / math.log(2),
         "per_head": {
             "scale_changed": _round(changed_LHS),
             "occupancy_by_step": {str(s): _round(o) for s, o in occ.items()},
@@ -126,12 +128,12 @@ def quality_results(models: dict[str, ModelEvidence], companion_runs: Path | Non
     out: dict = {}
     if companion_runs is not None:
         out["companion"] = companion.quality(companion_runs, COMPANION_URL)
-    if "softmax" in models:
-        soft = float(models["softmax"].run["best_val"])
+    soft = models["softmax"].run["best_val"] if "softmax" in models else None
+    if soft is not None:  # a model stopped before its first evaluation has no loss to compare
         out["bundle_gap_to_softmax"] = {
-            name: companion.relative_gap(soft, float(m.run["best_val"]))
+            name: companion.relative_gap(float(soft), float(m.run["best_val"]))
             for name, m in models.items()
-            if name != "softmax"
+            if name != "softmax" and m.run["best_val"] is not None
         }
     return out
 

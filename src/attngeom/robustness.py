@@ -86,10 +86,8 @@ def read_windows(path: Path, model: ModelEvidence) -> ModelEvidence:
     W = data["tokens_WT"].shape[0]
     schema.check_array(path, "steps", data["steps"], (None,), "int")
     steps = [int(s) for s in data["steps"]]
-    if W < 1 or len(steps) < 2 or steps != sorted(set(steps)):
-        raise InputError(
-            f"{path}: expected at least one window and two increasing telemetry steps, got {W} and {steps}"
-        )
+    if W < 1 or not steps or steps != sorted(set(steps)):  # step 0 alone: a run stopped before its next telemetry
+        raise InputError(f"{path}: expected at least one window and increasing telemetry steps, got {W} and {steps}")
     schema.require_keys(path, data, tuple(f"attn_{s}" for s in steps))
     for key in ("q_WLHTD", "k_WLHTD"):
         schema.check_array(path, key, data[key], (W, L, H, T, D), "f16")

@@ -223,7 +223,7 @@ RUN_JSON = Record(
                 {
                     "variant": Text(100),
                     "seed": Number(0, 2**31 - 1, integer=True),
-                    "best_val": Number(0, 1e3),
+                    "best_val": Maybe(Number(0, 1e3)),  # null: stopped before its first evaluation
                     "b_learned": POSITIVE_GRID,
                     "eps_learned": POSITIVE_GRID,
                     "curve": Items(

@@ -93,15 +93,24 @@ def deterministic_device() -> None:
         sys.modules["jax"].config.update("jax_default_matmul_precision", "highest")
 
 
+def _bpc(nats: float | None) -> float | None:
+    return None if nats is None else bits_per_char(nats)
+
+
 def run_json(results: list, cfg) -> dict:
-    """The original `yat_attention.json` of one bundle folder."""
+    """The original `yat_attention.json` of one bundle folder.
+
+    A run stopped before its first evaluation has no validation loss yet: its `best_val` and `bpc`
+    are null and its `curve` and `score_max` empty; so are a variant's summary figures when none of
+    its seeds reached an evaluation.
+    """
     records, summary = [], {}
     for r in results:
         record = {
             "variant": r.variant,
             "seed": r.seed,
             "best_val": r.best_val,
-            "bpc": bits_per_char(r.best_val),
+            "bpc": _bpc(r.best_val),
             "curve": r.curve,
             "score_max": r.score_max,
         }
@@ -110,11 +119,12 @@ def run_json(results: list, cfg) -> dict:
         record["telemetry_prompt"] = r.prompt
         records.append(record)
     for variant in dict.fromkeys(r.variant for r in results):
-        best = np.array([r.best_val for r in results if r.variant == variant])
+        best = np.array([r.best_val for r in results if r.variant == variant and r.best_val is not None])
+        mean = float(best.mean()) if best.size else None
         summary[variant] = {
-            "best_val_mean": float(best.mean()),
-            "best_val_std": float(best.std()),
-            "bpc_mean": bits_per_char(float(best.mean())),
+            "best_val_mean": mean,
+            "best_val_std": float(best.std()) if best.size else None,
+            "bpc_mean": _bpc(mean),
         }
     return {"summary": summary, "runs": records, "cfg": cfg.original_cfg()}
 
@@ -167,7 +177,8 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
                 results.append(result)
                 walls[f"{variant}_s{seed}"] = round(result.wall_s, 3)
                 write_json_atomic(folder / RUN_JSON, run_json(results, cfg))
-                print(f"{variant} seed {seed}: best val {result.best_val:.4f} nats in {result.wall_s:.0f} s")
+                best = "no evaluation yet" if result.best_val is None else f"best val {result.best_val:.4f} nats"
+                print(f"{variant} seed {seed}: {best} in {result.wall_s:.0f} s")
     return walls
 
 
