@@ -210,9 +210,13 @@ def entry() -> None:
     process by the signal, without its line. The exit handlers (atexit) and finalizers still run,
     under a handler that turns a late Ctrl-C into the line and 130; then the streams are flushed.
     """
-    status = main()
-    if status != EXIT_INTERRUPT and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        signal.signal(signal.SIGINT, _interrupted_while_exiting)
+    try:
+        status = main()
+        if status != EXIT_INTERRUPT and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, _interrupted_while_exiting)
+    except KeyboardInterrupt:  # landed after main's own handling, before the exit handler took over
+        INTERRUPT.announce()
+        status = EXIT_INTERRUPT
     gc.collect()  # finalizers of what the command left (a worker pool's semaphores) still run
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
