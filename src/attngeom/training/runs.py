@@ -133,7 +133,9 @@ XLA_CPU_ISAS = (("AVX512", "avx512f"), ("AVX2", "avx2"), ("AVX", "avx"), ("SSE4_
 def xla_cpu_isa() -> str:
     """The CPU code generation XLA compiles for: the `--xla_cpu_max_isa` in XLA_FLAGS, else "default" and
     the CPU's best from /proc/cpuinfo (XLA's default uses everything the CPU has)."""
-    chosen = [f.partition("=")[2] for f in os.environ.get("XLA_FLAGS", "").split() if f.startswith("--xla_cpu_max_isa=")]
+    chosen = [
+        f.partition("=")[2] for f in os.environ.get("XLA_FLAGS", "").split() if f.startswith("--xla_cpu_max_isa=")
+    ]
     if chosen:
         return f"{chosen[-1]} (XLA_FLAGS --xla_cpu_max_isa)"
     try:
