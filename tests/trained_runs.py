@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -22,10 +21,6 @@ class TrainedRun:
 
     path: Path
     proc: subprocess.CompletedProcess
-
-    def copy(self, dest: Path) -> Path:
-        """A private copy of the run folder, for a test that writes into it."""
-        return Path(shutil.copytree(self.path, dest))
 
 
 class SmokeRuns:
