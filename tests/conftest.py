@@ -1,4 +1,4 @@
-"""Shared fixtures: the mirror of the remote files and a private download cache."""
+"""Shared fixtures: the mirror of the remote files, a private download cache, and the trained smoke runs."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from trained_runs import SmokeRuns
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MIRROR = REPO.parent / "shared" / "mirror"
@@ -38,3 +39,9 @@ def published_root(_private_cache) -> Path:
     from attngeom.fetch import fetch_bundles
 
     return fetch_bundles()
+
+
+@pytest.fixture(scope="session")
+def smoke_runs(tmp_path_factory, _private_cache) -> SmokeRuns:
+    """The trained smoke runs of the session, by code generation (`smoke_runs["default"]`)."""
+    return SmokeRuns(tmp_path_factory.mktemp("smoke-runs"), REPO)

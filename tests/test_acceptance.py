@@ -29,7 +29,7 @@ from flax import nnx
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from attngeom import bundles, evidence, laws, robustness, schema
+from attngeom import bundles, evidence, laws, schema
 from attngeom.errors import InputError
 from attngeom.training.config import PRESETS, ModelConfig
 from attngeom.training.model import Attention
@@ -153,14 +153,14 @@ def write_model(folder: Path, out: Output, name: str | None = None) -> None:
     tokens_T = write_bundle(folder, name, 0, {0: attn_LHTT, 7: attn_LHTT}, q_LHTD, k_LHTD, cfg, **_record(out))
     maps = {s: np.stack([attn_LHTT] * 2) for s in (0, 7)}
     tokens_WT = np.stack([tokens_T, tokens_T[::-1]])
-    path = robustness.windows_path(folder, name, 0)
-    robustness.write_windows_npz(path, tokens_WT, maps, np.stack([q_LHTD] * 2), np.stack([k_LHTD] * 2))
+    path = bundles.windows_file(folder, name, 0)
+    bundles.write_windows_npz(path, tokens_WT, maps, np.stack([q_LHTD] * 2), np.stack([k_LHTD] * 2))
 
 
-def read_all(folder: Path, name: str) -> bundles.ModelEvidence:
+def read_all(folder: Path, name: str) -> bundles.BundleModel:
     """Every reader on one model: bundle, run JSON, windows file, evidence's recognition."""
     model = bundles.load_model(folder, name, 0)
-    windowed = robustness.read_windows(robustness.windows_path(folder, name, 0), model)
+    windowed = bundles.read_windows(bundles.windows_file(folder, name, 0), model)
     evidence.describe({name: model}, folder, {})
     return windowed
 
@@ -232,14 +232,14 @@ def test_corrupt_copies_of_a_valid_output_are_refused(variant, data):
         write_model(folder, out)
         model = bundles.load_model(folder, variant, 0)
         if data.draw(st.booleans(), label="in the windows file"):  # its second window
-            path = robustness.windows_path(folder, variant, 0)
+            path = bundles.windows_file(folder, variant, 0)
             key = "attn_7" if kind == "attn" else "q_WLHTD"
             with np.load(path) as z:
                 good = z[key]
             same_shape = bad.shape == good.shape[2:]  # else the whole array takes the wrong shape
             rewrite_npz(path, **{key: np.stack([good[0], bad[None]]) if same_shape else bad[None, None]})
             with pytest.raises(InputError, match=match):
-                robustness.read_windows(path, model)
+                bundles.read_windows(path, model)
         else:
             rewrite_npz(folder / f"geom_{variant}_s0.npz", **{kind: bad[None]})
             with pytest.raises(InputError, match=match):
@@ -323,8 +323,8 @@ def test_a_kernel_row_of_mass_1e_8_is_accepted_and_judged(shape, tmp_path):
     tokens_T = write_bundle(folder, "yat_b", 0, maps, q[0], k[0], PRESETS["paper"].original_cfg(), **record)
     if shape != "bundle":
         tokens_WT = np.concatenate([tokens_T[None], np.random.default_rng(1).integers(0, 65, (W - 1, 8))])
-        path = robustness.windows_path(folder, "yat_b", 0)
-        robustness.write_windows_npz(path, tokens_WT, {s: attn for s in PAPER_TELEMETRY}, q, k)
+        path = bundles.windows_file(folder, "yat_b", 0)
+        bundles.write_windows_npz(path, tokens_WT, {s: attn for s in PAPER_TELEMETRY}, q, k)
     if shape == "rerun output":
         write_manifest(root, "paper", ("yat_b",), windows=W)
     status = run_verify(root, tmp_path / "report", variants=("yat_b",))

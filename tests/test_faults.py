@@ -7,6 +7,7 @@ bounded number of examples. `pytest -m faults` runs this module (a few minutes o
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -55,11 +56,38 @@ def _until_python_catches_sigint(pid: int, limit_s: float = 60.0) -> None:
         time.sleep(0.01)
 
 
+def _state(pid: int) -> str:
+    """The process's state in /proc/PID/stat: "T" stopped, "Z" ended and not yet reaped, "X" gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "X"
+    return stat.rpartition(")")[2].split()[0]  # the name before it may hold spaces and parentheses
+
+
+def _frozen(pid: int, limit_s: float = 30.0) -> bool:
+    """Stop the process group and wait until its main process is stopped (True) or has ended (False).
+
+    A stopped process has not begun to exit (an exit under way ends in "Z", never in "T"), and a signal
+    sent to it is handled before it runs another instruction of its own once continued: so a signal
+    sent while it is frozen reaches a live process, and one that finds it ended is not counted. Without
+    this, a command that ended in the last moments before the signal (a zombie `wait` had not yet
+    polled) read as one that ignored the Ctrl-C: `(1, '')` instead of `(130, 'interrupted\\n')`.
+    """
+    os.killpg(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + limit_s
+    while (state := _state(pid)) not in ("T", "t", "Z", "X"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process {pid} neither stopped nor ended within {limit_s} s (state {state})")
+        time.sleep(0.001)
+    return state in ("T", "t")
+
+
 def signalled(args: list, cwd: Path, delay: float, sig: int) -> tuple[int | None, str, float]:
     """Run the command and send `sig` to its process group after `delay` s, as a terminal's Ctrl-C does.
 
-    Returns the exit status (None: it ended before the signal), stderr, and the seconds from the
-    signal to the end.
+    Returns the exit status (None: it ended before the signal reached it), stderr, and the seconds
+    from the signal to the end.
     """
     proc = subprocess.Popen(
         command(*args),
@@ -76,10 +104,21 @@ def signalled(args: list, cwd: Path, delay: float, sig: int) -> tuple[int | None
         proc.wait(timeout=delay)
         return None, proc.stderr.read(), 0.0
     except subprocess.TimeoutExpired:
+        live = _frozen(proc.pid)
+    if live:
         os.killpg(proc.pid, sig)
+    with contextlib.suppress(ProcessLookupError):  # all of the group gone already
+        os.killpg(proc.pid, signal.SIGCONT)
     sent = time.monotonic()
     _, err = proc.communicate(timeout=120)
-    return proc.returncode, err, time.monotonic() - sent
+    return (proc.returncode if live else None), err, time.monotonic() - sent
+
+
+def _earlier(delay: float) -> float:
+    """The delay of the next try after a command ended before its signal: half, down to 0.5 s, by when every
+    command here is still starting; so every try ends with a signal that reached a live process."""
+    assert delay > 0.5, "the command ended within 0.5 s, before a signal could test it"
+    return max(0.5, delay / 2)
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -122,14 +161,17 @@ def test_signals_during_verify_leave_the_old_set_or_the_new_one(sig, before, pub
     args = ["--bundles", str(published_root / QK), "--variants", "softmax,yat_b"]
     outcomes = []
     for i in range(5):
-        out = _fresh(before, tmp_path / str(i))
-        status, err, took = signalled([*args, "--out", str(out)], tmp_path, RNG.uniform(0.5, before[2] * 1.1), sig)
-        report = assert_consistent_set(out)
-        old = snapshot(out) == before[1]
-        assert old or report["bundles"] == str(published_root / QK)
-        if sig == signal.SIGINT and status is not None:
+        delay, status = RNG.uniform(0.5, before[2] * 1.1), None
+        while status is None:  # a try counts once its signal reached a live process
+            out = _fresh(before, tmp_path / f"{i}-{delay:.3f}")
+            status, err, took = signalled([*args, "--out", str(out)], tmp_path, delay, sig)
+            report = assert_consistent_set(out)
+            old = snapshot(out) == before[1]
+            assert old or report["bundles"] == str(published_root / QK)
+            outcomes.append((round(delay, 2), status, old))
+            delay = _earlier(delay) if status is None else delay
+        if sig == signal.SIGINT:
             assert (status, err) == (130, "interrupted\n") and took < GRACE_S + 2
-        outcomes.append((status, old))
     print("verify", signal.Signals(sig).name, outcomes)
 
 
@@ -152,13 +194,16 @@ def test_ctrl_c_at_random_moments_of_a_smoke_rerun_is_one_line_and_130(tmp_path)
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
 def test_signals_during_figures_leave_every_gif_whole(sig, before, published_root, tmp_path):
     """Case: a kill while a GIF was written turned a good GIF into a 0-byte file."""
-    out = _fresh(before, tmp_path)
-    status, err, _ = signalled(
-        ["figures", "--bundles", str(published_root), "--out", str(out)], tmp_path, RNG.uniform(3.0, 30.0), sig
-    )
-    assert_consistent_set(out)
-    assert set(snapshot(out)) == set(before[1])  # every GIF still there, and whole (checked above)
-    if sig == signal.SIGINT and status is not None:
+    delay, status = RNG.uniform(3.0, 30.0), None
+    while status is None:  # a try counts once its signal reached a live process
+        out = _fresh(before, tmp_path / f"{delay:.3f}")
+        status, err, _ = signalled(
+            ["figures", "--bundles", str(published_root), "--out", str(out)], tmp_path, delay, sig
+        )
+        assert_consistent_set(out)
+        assert set(snapshot(out)) == set(before[1])  # every GIF still there, and whole (checked above)
+        delay = _earlier(delay) if status is None else delay
+    if sig == signal.SIGINT:
         assert (status, err) == (130, "interrupted\n")
         assert not stray_temporaries(tmp_path)
 

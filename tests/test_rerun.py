@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from trained_runs import SMOKE_SEEDS, XLA_ISAS
 
-from attngeom import bundles, cli, rerun
+from attngeom import bundles, cli, rerun, schema
 from attngeom.bundles import RUN_JSON, load_models
 from attngeom.errors import InputError
-from attngeom.files import machine
 from attngeom.training import config, device, runs, train
-from attngeom.variants import PUBLISHED
+from attngeom.variants import BUNDLES, PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,31 +35,56 @@ def test_preset_names_match_the_presets():
     assert config.PRESET_NAMES == tuple(config.PRESETS)
 
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
-    """One smoke rerun through the command line, as CI and users run it."""
-    out = tmp_path_factory.mktemp("smoke") / "run"
-    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
-    cmd = [sys.executable, "-m", "attngeom", "rerun", "--preset", "smoke", "--out", str(out)]
-    cmd.append("--quiet")
-    return out, subprocess.run(cmd, check=False, env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+@pytest.fixture
+def smoke_run(smoke_runs) -> Path:
+    """The session's smoke rerun of seeds 0-3 under the machine's own code generation (read only)."""
+    return smoke_runs["default"].path
 
 
 @pytest.mark.slow
-def test_smoke_rerun_trains_writes_and_passes_verification(smoke_run):
-    out, proc = smoke_run
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    manifest = runs.require_complete(out)
-    assert manifest["config"]["preset"] == "smoke" and manifest["verify_exit"] == 0
+@pytest.mark.parametrize("isa", sorted(XLA_ISAS))
+def test_smoke_reruns_train_write_and_pass_verification_on_every_seed(smoke_runs, isa):
+    """Four seeds of 16 windows under two code generations: rows near an acceptance rule's edge occur on any CPU."""
+    run = smoke_runs[isa]
+    assert run.proc.returncode == 0, run.proc.stdout[-3000:] + run.proc.stderr[-3000:]
+    manifest = runs.require_complete(run.path)
+    assert manifest["config"]["preset"] == "smoke" and manifest["config"]["seeds"] == list(SMOKE_SEEDS)
+    assert manifest["verify_exit"] == 0 and manifest["windows"] == 16
+    isa_named = "default (the CPU's best: " if isa == "default" else f"{isa} (XLA_FLAGS --xla_cpu_max_isa)"
+    assert f", XLA CPU ISA {isa_named}" in manifest["machine"]
     assert {"report/REPORT.md", "report/report.json", "attngeom-qk/yat_attention.json"} <= set(manifest["files"])
-    logged = [json.loads(line) for line in (out / runs.TRAIN_LOG).read_text().splitlines()]
+    logged = [json.loads(line) for line in (run.path / runs.TRAIN_LOG).read_text().splitlines()]
     steps = config.PRESETS["smoke"].steps
-    assert [(r["variant"], r["step"]) for r in logged] == [(v, s) for v in PUBLISHED for s in range(steps)]
+    assert [(r["variant"], r["seed"], r["step"]) for r in logged] == [
+        (v, seed, s)
+        for members in BUNDLES.values()
+        for seed in SMOKE_SEEDS
+        for v in members
+        if v in PUBLISHED
+        for s in range(steps)
+    ]
+    robust = json.loads((run.path / "report" / "results.json").read_text())["robustness"]
+    for model in robust.values():  # every seed's bundles and windows were read, accepted and measured
+        assert model["seeds"] == list(SMOKE_SEEDS) and model["windows"] == {str(s): 16 for s in SMOKE_SEEDS}
+
+
+@pytest.mark.slow
+def test_the_code_generations_round_differently(smoke_runs):
+    """The second code generation is only worth its run if it changes the round-off; on a CPU whose best
+    is SSE4_2 itself the two are the same machine code."""
+    machine, other = (runs.require_complete(smoke_runs[isa].path)["machine"] for isa in ("default", "SSE4_2"))
+    if "the CPU's best: SSE4_2" in machine:
+        pytest.skip("this CPU's best code generation is SSE4_2: both runs are one")
+    losses = {
+        isa: [json.loads(line)["loss"] for line in (smoke_runs[isa].path / runs.TRAIN_LOG).read_text().splitlines()]
+        for isa in XLA_ISAS
+    }
+    assert machine != other and losses["default"] != losses["SSE4_2"]
 
 
 @pytest.mark.slow
 def test_rerun_bundles_have_the_original_format(smoke_run, published_root):
-    out, _ = smoke_run
+    out = smoke_run
     ours = load_models(out, PUBLISHED)
     theirs = load_models(published_root, PUBLISHED)
     for variant, mine in ours.items():
@@ -111,26 +136,38 @@ def _interrupt_at(monkeypatch, variant: str, step: int):
     monkeypatch.setattr(train, "train_variant", train_variant)
 
 
-def test_a_resumed_rerun_writes_the_bundles_of_an_uninterrupted_one(tmp_path, monkeypatch, capsys):
+def _same_as_the_whole_run(whole: Path, part: Path, variants: tuple[str, ...], seed: int) -> None:
+    """`part`, a run of some variants of one seed, holds the bundles, run records and log lines that the
+    session's run of every variant and seed (`whole`) has for them, bit for bit."""
+    manifest = runs.require_complete(part)
+    assert not (part / runs.CHECKPOINTS).exists()
+    for bundle, members in BUNDLES.items():
+        chosen = [v for v in members if v in variants]
+        if not chosen:
+            continue
+        names = [f"{kind}_{v}_s{seed}.npz" for v in chosen for kind in ("attn", "geom", "windows")]
+        assert {f"{bundle}/{n}" for n in names} <= set(manifest["files"])
+        _same_files(whole / bundle, part / bundle, names)
+        records = [json.loads((f / bundle / RUN_JSON).read_text())["runs"] for f in (whole, part)]
+        assert [r for r in records[0] if r["seed"] == seed and r["variant"] in chosen] == records[1]
+    logged = [
+        [line for line in (f / runs.TRAIN_LOG).read_text().splitlines() if json.loads(line)["seed"] == seed]
+        for f in (whole, part)
+    ]
+    assert [line for line in logged[0] if json.loads(line)["variant"] in variants] == logged[1]  # no step twice
+
+
+@pytest.mark.slow
+def test_a_resumed_rerun_writes_the_bundles_of_an_uninterrupted_one(smoke_run, tmp_path, monkeypatch, capsys):
     _restore_device_settings(monkeypatch)
-    opts = ["rerun", "--preset", "smoke", "--steps", "45", "--seed", "1", "--variants", "softmax,yat_b", "--quiet"]
-    assert cli.main([*opts, "--out", str(tmp_path / "whole")]) == 0
+    opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "softmax,yat_b", "--quiet"]
     with monkeypatch.context() as m:
         _interrupt_at(m, "yat_b", 23)  # steps 23..39 logged, the last checkpoint at 20
         assert cli.main([*opts, "--out", str(tmp_path / "cut")]) == 130
     assert (tmp_path / "cut" / runs.CHECKPOINTS / "yat_b_s1.npz").is_file()
     assert cli.main(["rerun", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
     assert "yat_b seed 1: resuming after step 20" in capsys.readouterr().out
-
-    whole, cut = runs.require_complete(tmp_path / "whole"), runs.require_complete(tmp_path / "cut")
-    assert set(cut["files"]) == set(whole["files"]) and not (tmp_path / "cut" / runs.CHECKPOINTS).exists()
-    for name in whole["files"]:
-        a, b = tmp_path / "whole" / name, tmp_path / "cut" / name
-        if name.endswith(".npz"):
-            with np.load(a) as za, np.load(b) as zb:
-                assert za.files == zb.files and all(np.array_equal(za[k], zb[k]) for k in za.files), name
-        else:
-            assert a.read_text() == b.read_text(), name  # the run JSON and the log, steps not repeated
+    _same_as_the_whole_run(smoke_run, tmp_path / "cut", ("softmax", "yat_b"), 1)
     assert cli.main(["rerun", "--resume", str(tmp_path / "cut")]) == 2
     assert "already completed" in capsys.readouterr().err
 
@@ -168,7 +205,7 @@ def test_bad_options_are_one_line_errors(tmp_path, monkeypatch, capsys, args, me
 
 @pytest.mark.slow
 def test_rerun_records_the_maps_on_more_windows(smoke_run):
-    out, _ = smoke_run
+    out = smoke_run
     assert runs.require_complete(out)["windows"] == 16
     cfg = config.PRESETS["smoke"]
     W, L, H, T, D = 16, cfg.model.layers, cfg.model.heads, cfg.model.seq_len, cfg.model.head_dim
@@ -197,24 +234,23 @@ def _same_files(a_dir: Path, b_dir: Path, names) -> None:
 
 
 @pytest.mark.slow
-def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(tmp_path, monkeypatch, capsys):
+def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(smoke_run, tmp_path, monkeypatch, capsys):
     _restore_device_settings(monkeypatch)
-    opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "yat_b", "--windows", "3", "--quiet"]
-    assert cli.main([*opts, "--out", str(tmp_path / "whole")]) == 0
+    opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "yat_b", "--quiet"]
     assert cli.main([*opts, "--stop-after", "30", "--out", str(tmp_path / "cut")]) == 0
     cut = runs.require_complete(tmp_path / "cut")
-    assert cut["stopped_after"] == 30 and cut["config"]["train"]["stop_after"] == 30 and cut["windows"] == 3
-    assert cut["machine"] == machine()  # the CPU model too: the last digits of a run depend on it
+    assert cut["stopped_after"] == 30 and cut["config"]["train"]["stop_after"] == 30 and cut["windows"] == 16
+    assert cut["machine"] == runs.run_machine()  # the CPU model and XLA's code generation too
     qk = Path("attngeom-qk")
     with (
         np.load(tmp_path / "cut" / qk / "attn_yat_b_s1.npz") as a,
-        np.load(tmp_path / "whole" / qk / "attn_yat_b_s1.npz") as b,
+        np.load(smoke_run / qk / "attn_yat_b_s1.npz") as b,
     ):
         assert sorted(k for k in a.files if k.startswith("step")) == ["step0", "step30", "step6"]
         assert all(np.array_equal(a[k], b[k]) for k in a.files)  # the telemetry up to the stop is the full run's
     with (
         np.load(tmp_path / "cut" / qk / "windows_yat_b_s1.npz") as a,
-        np.load(tmp_path / "whole" / qk / "windows_yat_b_s1.npz") as b,
+        np.load(smoke_run / qk / "windows_yat_b_s1.npz") as b,
     ):
         assert a["steps"].tolist() == [0, 6, 30] and all(
             np.array_equal(a[f"attn_{s}"], b[f"attn_{s}"]) for s in (0, 6, 30)
@@ -227,10 +263,11 @@ def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(tmp_path, mo
 
     assert cli.main(["rerun", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
     assert "yat_b seed 1: resuming after step 31" in capsys.readouterr().out
-    whole, cut = runs.require_complete(tmp_path / "whole"), runs.require_complete(tmp_path / "cut")
-    assert cut["stopped_after"] is None and cut["config"] == whole["config"]
-    assert set(cut["files"]) == set(whole["files"]) and not (tmp_path / "cut" / runs.CHECKPOINTS).exists()
-    _same_files(tmp_path / "whole", tmp_path / "cut", whole["files"])  # bundles, run JSON and log
+    cut = runs.require_complete(tmp_path / "cut")
+    assert (
+        cut["stopped_after"] is None and cut["config"]["train"] == runs.require_complete(smoke_run)["config"]["train"]
+    )
+    _same_as_the_whole_run(smoke_run, tmp_path / "cut", ("yat_b",), 1)
 
 
 def test_an_interrupted_verification_leaves_the_run_incomplete_and_resume_judges_it(tmp_path, monkeypatch, capsys):
@@ -308,34 +345,53 @@ def test_a_damaged_checkpoint_is_one_error_and_keeps_the_runs_record(
     assert "KeyboardInterrupt" in json.loads(before)["error"]
 
 
-def test_run_json_summarises_every_seed():
-    def fake(seed, best):
-        return train.RunResult(
-            variant="yat_b",
-            seed=seed,
-            lr=3e-3,
-            losses=np.zeros(2),
-            curve=[{"step": 2, "val": best}],
-            tokens_T=np.zeros(4, np.int32),
-            prompt="abcd",
-            maps={},
-            windows_WT=None,
-            window_maps={},
-            q_WLHTD=None,
-            k_WLHTD=None,
-            q_LHTD=None,
-            k_LHTD=None,
-            attn_LHTT=None,
-            score_max=[1.0],
-            b_LH=np.ones((1, 2)),
-            eps_LH=np.ones((1, 2)),
-            wall_s=0.0,
-        )
+def _result(seed: int, curve: list[dict]) -> train.RunResult:
+    """What training leaves behind, reduced to what the run JSON reads."""
+    return train.RunResult(
+        variant="yat_b",
+        seed=seed,
+        lr=3e-3,
+        losses=np.zeros(2),
+        curve=curve,
+        tokens_T=np.zeros(4, np.int32),
+        prompt="abcd",
+        maps={},
+        windows_WT=None,
+        window_maps={},
+        q_WLHTD=None,
+        k_WLHTD=None,
+        q_LHTD=None,
+        k_LHTD=None,
+        attn_LHTT=None,
+        score_max=[1.0] if curve else [],
+        b_LH=np.ones((1, 2)),
+        eps_LH=np.ones((1, 2)),
+        wall_s=0.0,
+    )
 
-    doc = bundles.run_json([fake(0, 1.0), fake(1, 2.0)], config.PRESETS["smoke"])
+
+def test_run_json_summarises_every_seed():
+    doc = bundles.run_json(
+        [_result(0, [{"step": 2, "val": 1.0}]), _result(1, [{"step": 2, "val": 2.0}])], config.PRESETS["smoke"]
+    )
     assert doc["summary"]["yat_b"]["best_val_mean"] == 1.5 and doc["summary"]["yat_b"]["best_val_std"] == 0.5
     assert [list(r)[:6] for r in doc["runs"]][0] == ["variant", "seed", "best_val", "bpc", "curve", "score_max"]
     assert doc["runs"][1]["b_learned"] == [[1.0, 1.0]]
+
+
+def test_a_run_stopped_before_its_first_evaluation_says_so_in_its_run_json():
+    cfg = config.preset("paper", stop_after=2)
+    doc = bundles.run_json([_result(0, [])], cfg)
+    assert {k: doc["runs"][0][k] for k in ("best_val", "bpc", "curve", "score_max")} == {
+        "best_val": None,
+        "bpc": None,
+        "curve": [],
+        "score_max": [],
+    }
+    assert doc["summary"]["yat_b"] == {"best_val_mean": None, "best_val_std": None, "bpc_mean": None}
+    schema.check(json.loads(json.dumps(doc)), schema.RUN_JSON, "run JSON")  # the reader accepts it
+    seeds = bundles.run_json([_result(0, []), _result(1, [{"step": 500, "val": 2.0}])], cfg)["summary"]["yat_b"]
+    assert seeds["best_val_mean"] == 2.0  # over the seeds that reached an evaluation
 
 
 def test_training_without_jax_is_one_clear_error(monkeypatch):
@@ -350,13 +406,34 @@ def test_training_without_jax_is_one_clear_error(monkeypatch):
 
 @pytest.mark.slow
 def test_the_rerun_report_judges_seed_0_and_shows_every_window(smoke_run):
-    out, _ = smoke_run
-    report = out / "report"
+    report = smoke_run / "report"
     robust = json.loads((report / "results.json").read_text())["robustness"]
     assert set(robust) == set(PUBLISHED)
     for model in robust.values():
-        assert model["seeds"] == [0] and model["windows"] == {"0": 16}
+        assert model["seeds"] == list(SMOKE_SEEDS) and model["windows"] == {str(s): 16 for s in SMOKE_SEEDS}
         assert model["counts"]["scale_moved_rows"]["out_of"] > 0
     assert robust["softmax"]["counts"]["scale_moved_rows"]["count"] == 0  # the theorem holds on every window
     assert "## Robustness: every window and seed" in (report / "REPORT.md").read_text()
     assert '<figure class="robust"' in (report / "index.html").read_text()
+
+
+@pytest.mark.slow
+def test_a_paper_run_stopped_before_its_first_evaluation_is_judged_on_what_it_reached(tmp_path):
+    """Three paper steps of softmax: only the step-0 maps and no validation loss, judged all the same."""
+    out = tmp_path / "run"
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    cmd = [sys.executable, "-m", "attngeom", "rerun", "--preset", "paper", "--stop-after", "2"]
+    cmd += ["--variants", "softmax", "--out", str(out), "--quiet"]
+    proc = subprocess.run(cmd, check=False, env=env, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode in (0, 1), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "softmax seed 0: no evaluation yet" in proc.stdout
+    manifest = runs.require_complete(out)
+    assert manifest["stopped_after"] == 2 and manifest["verify_exit"] == proc.returncode
+    record = json.loads((out / "attngeom-qk" / RUN_JSON).read_text())["runs"][0]
+    assert record["best_val"] is None and record["curve"] == []
+    report = json.loads((out / "report" / "report.json").read_text())
+    rows = {c["id"]: c["verdict"] for c in report["claims"]}
+    assert report["evidence"]["scope"] == "truncated" and rows["occupancy.softmax.step0"] == "PASS"
+    assert rows["scale.softmax.moved"] == "PASS"
+    results = json.loads((out / "report" / "results.json").read_text())
+    assert results["models"]["softmax"]["best_val"] is None

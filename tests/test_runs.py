@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from attngeom.errors import InputError
+from attngeom.files import machine
 from attngeom.training import runs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -150,3 +151,14 @@ def test_another_process_holding_a_run_folder_keeps_it(tmp_path):
 def test_default_run_names_never_collide(tmp_path):
     paths = [runs.new_run_dir(None, "smoke-s0", runs_dir=tmp_path) for _ in range(3)]
     assert len(set(paths)) == 3 and all(p.is_dir() and p.parent == tmp_path for p in paths)
+
+
+def test_the_manifest_machine_names_the_xla_cpu_code_generation(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_gpu_deterministic_ops=true --xla_cpu_max_isa=SSE4_2")
+    assert runs.run_machine() == f"{machine()}, XLA CPU ISA SSE4_2 (XLA_FLAGS --xla_cpu_max_isa)"
+    monkeypatch.delenv("XLA_FLAGS")
+    best = runs.xla_cpu_isa()
+    assert best.removeprefix("default (the CPU's best: ").removesuffix(")") in {
+        *(isa for isa, _ in runs.XLA_CPU_ISAS),
+        "unknown",
+    }

@@ -279,15 +279,24 @@ def write_model(folder: Path, result) -> None:
     )
 
 
+def _bpc(nats: float | None) -> float | None:
+    return None if nats is None else bits_per_char(nats)
+
+
 def run_json(results: list, cfg) -> dict:
-    """The original `yat_attention.json` of one bundle folder, from its training results and configuration."""
+    """The original `yat_attention.json` of one bundle folder, from its training results and configuration.
+
+    A run stopped before its first evaluation has no validation loss yet: its `best_val` and `bpc`
+    are null and its `curve` and `score_max` empty; so are a variant's summary figures when none of
+    its seeds reached an evaluation.
+    """
     records, summary = [], {}
     for r in results:
         record = {
             "variant": r.variant,
             "seed": r.seed,
             "best_val": r.best_val,
-            "bpc": bits_per_char(r.best_val),
+            "bpc": _bpc(r.best_val),
             "curve": r.curve,
             "score_max": r.score_max,
         }
@@ -296,11 +305,12 @@ def run_json(results: list, cfg) -> dict:
         record["telemetry_prompt"] = r.prompt
         records.append(record)
     for variant in dict.fromkeys(r.variant for r in results):
-        best = np.array([r.best_val for r in results if r.variant == variant])
+        best = np.array([r.best_val for r in results if r.variant == variant and r.best_val is not None])
+        mean = float(best.mean()) if best.size else None
         summary[variant] = {
-            "best_val_mean": float(best.mean()),
-            "best_val_std": float(best.std()),
-            "bpc_mean": bits_per_char(float(best.mean())),
+            "best_val_mean": mean,
+            "best_val_std": float(best.std()) if best.size else None,
+            "bpc_mean": _bpc(mean),
         }
     return {"summary": summary, "runs": records, "cfg": cfg.original_cfg()}
 

@@ -250,11 +250,15 @@ def entry(work: Callable[[], int] | None = None) -> None:
     status; then the streams are flushed.
     """
     streams.guard()
-    status = main() if work is None else ended(work)
-    if not INTERRUPT.seen.is_set():
-        for signum in ENDING_SIGNALS:
-            if signal.getsignal(signum) is not signal.SIG_IGN:
-                signal.signal(signum, _ended_while_exiting)
+    try:
+        status = main() if work is None else ended(work)
+        if not INTERRUPT.seen.is_set():
+            for signum in ENDING_SIGNALS:
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    signal.signal(signum, _ended_while_exiting)
+    except KeyboardInterrupt:  # landed after main's own handling, before the exit handler took over
+        INTERRUPT.announce()
+        status = INTERRUPT.status
     gc.collect()  # finalizers of what the command left (a worker pool's semaphores) still run
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -94,8 +94,8 @@ class ModelResults(TypedDict, total=False):
     winner_is_aligned: float
     scale_sweep: dict
     census_head: dict
-    best_val: float
-    bpc: float
+    best_val: float | None  # None: stopped before its first evaluation
+    bpc: float | None
     per_head: dict
     reconstruction_max_abs: float
 

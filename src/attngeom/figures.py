@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -145,6 +147,15 @@ def census(folder: Path, models: dict[str, BundleModel]) -> dict:
     }
 
 
+_TRACKER_QUIET = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _quiet_worker() -> None:
+    """A worker prints nothing of its own: a job's error reaches the command through the job's result,
+    and what is left to print is the worker's pipe breaking while an interrupted command ends it."""
+    sys.stderr = open(os.devnull, "w")  # for the worker's life
+
+
 def _render(job: str, folder: Path, models: dict | None) -> dict:
     started = time.perf_counter()
     with matplotlib.rc_context(STYLE):
@@ -174,9 +185,13 @@ def render_figures(models: dict[str, BundleModel], folder: Path, workers: int = 
     folder.mkdir(parents=True, exist_ok=True)
     # Workers are born ignoring Ctrl-C (an ignored signal stays ignored across exec): the command
     # alone answers it, and a Pool, unlike a ProcessPoolExecutor, ends its workers when left early.
+    # A Ctrl-C that outlasts the grace period ends the command before the pool's semaphores are freed; the
+    # resource tracker the pool starts (sharing stderr, taking this process's -W options) stays quiet about them.
+    if _TRACKER_QUIET not in sys.warnoptions:
+        sys.warnoptions.append(_TRACKER_QUIET)
     answer = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        pool = multiprocessing.get_context("spawn").Pool(workers)
+        pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_quiet_worker)
     finally:
         signal.signal(signal.SIGINT, answer)
     with pool:

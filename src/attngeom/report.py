@@ -73,7 +73,10 @@ def statistics_rows(results: Results) -> tuple[list[str], list[tuple[str, list[s
             lambda m: f"{m['winner_is_nearest']:.1%} / {m['winner_is_aligned']:.1%}",
         ),
         ("largest change in the 41-scale sweep (layer 1, head 1)", lambda m: f"{max(m['scale_sweep']['changed']):.1%}"),
-        ("best validation loss, nats (bits per character)", lambda m: f"{m['best_val']:.4f} ({m['bpc']:.3f})"),
+        (
+            "best validation loss, nats (bits per character)",
+            lambda m: "no evaluation yet" if m["best_val"] is None else f"{m['best_val']:.4f} ({m['bpc']:.3f})",
+        ),
         *(  # the table's statistics results.json holds under their own names
             (s.label, lambda m, key=key, s=s: f"{m[key]:{s.fmt}}" if key in m else "-")
             for key, s in TABLE.items()

@@ -36,6 +36,8 @@ def model_results(model: BundleModel, measures: statistics.Measures | None = Non
     nearest_LH, aligned_LH = (a[0] for a in m.agreement)
     rows = m.rows
     census = tuple(stats.CENSUS_HEAD)
+    best = model.run["best_val"]  # None: stopped before its first evaluation
+    best = None if best is None else float(best)
     out = {
         "variant": model.variant,
         "seed": model.seed,
@@ -72,8 +74,8 @@ def model_results(model: BundleModel, measures: statistics.Measures | None = Non
             "head": list(census),
             "distinct_by_step": {str(s): int(round(occ[s][census] * T)) for s in steps},
         },
-        "best_val": float(model.run["best_val"]),
-        "bpc": float(model.run["best_val"]) / math.log(2),
+        "best_val": best,
+        "bpc": None if best is None else best / math.log(2),
         **statistics.fixed_window(m),
         "per_head": {
             "scale_changed": _round(changed_LHS),
@@ -125,12 +127,12 @@ def quality_results(models: dict[str, BundleModel], companion_runs: Path | None)
     out: dict = {}
     if companion_runs is not None:
         out["companion"] = companion.quality(companion_runs, COMPANION_URL)
-    if "softmax" in models:
-        soft = float(models["softmax"].run["best_val"])
+    soft = models["softmax"].run["best_val"] if "softmax" in models else None
+    if soft is not None:  # a model stopped before its first evaluation has no loss to compare
         out["bundle_gap_to_softmax"] = {
-            name: companion.relative_gap(soft, float(m.run["best_val"]))
+            name: companion.relative_gap(float(soft), float(m.run["best_val"]))
             for name, m in models.items()
-            if name != "softmax"
+            if name != "softmax" and m.run["best_val"] is not None
         }
     return out
 

@@ -101,7 +101,8 @@ def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int,
                 results.append(result)
                 walls[f"{variant}_s{seed}"] = round(result.wall_s, 3)
                 write_run_json(folder, results, cfg)
-                print(f"{variant} seed {seed}: best val {result.best_val:.4f} nats in {result.wall_s:.0f} s")
+                best = "no evaluation yet" if result.best_val is None else f"best val {result.best_val:.4f} nats"
+                print(f"{variant} seed {seed}: {best} in {result.wall_s:.0f} s")
     return walls
 
 

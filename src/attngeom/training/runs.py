@@ -128,6 +128,34 @@ def checkpoint_step(path: Path, steps: int) -> int:
     return int(read_checkpoint(path, steps)["done"]) if os.path.lexists(path) else 0
 
 
+# The CPU code generations XLA's `--xla_cpu_max_isa` names, each with the /proc/cpuinfo flag that
+# shows a CPU has it, newest first. Each one rounds float32 differently (other fused and vectorised
+# instruction sequences), so the last digits of a run depend on the one in force.
+XLA_CPU_ISAS = (("AVX512", "avx512f"), ("AVX2", "avx2"), ("AVX", "avx"), ("SSE4_2", "sse4_2"))
+
+
+def xla_cpu_isa() -> str:
+    """The CPU code generation XLA compiles for: the `--xla_cpu_max_isa` in XLA_FLAGS, else "default" and
+    the CPU's best from /proc/cpuinfo (XLA's default uses everything the CPU has)."""
+    chosen = [
+        f.partition("=")[2] for f in os.environ.get("XLA_FLAGS", "").split() if f.startswith("--xla_cpu_max_isa=")
+    ]
+    if chosen:
+        return f"{chosen[-1]} (XLA_FLAGS --xla_cpu_max_isa)"
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    flags = {f for line in text.splitlines() if line.startswith("flags") for f in line.partition(":")[2].split()}
+    best = next((isa for isa, flag in XLA_CPU_ISAS if flag in flags), "unknown")
+    return f"default (the CPU's best: {best})"
+
+
+def run_machine() -> str:
+    """The manifest's `machine`: the machine and the XLA CPU code generation its run was compiled for."""
+    return f"{machine()}, XLA CPU ISA {xla_cpu_isa()}"
+
+
 def environment() -> dict:
     """Versions, device and the settings that change numerics (XLA flags, matmul precision)."""
     import jax
@@ -137,7 +165,7 @@ def environment() -> dict:
         "versions": versions(),
         "git_commit": git_commit(),
         "platform": platform.platform(),
-        "machine": machine(),
+        "machine": run_machine(),
         "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count()},
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),

@@ -61,8 +61,9 @@ class RunResult:
     wall_s: float
 
     @property
-    def best_val(self) -> float:
-        return min(p["val"] for p in self.curve)
+    def best_val(self) -> float | None:
+        """The lowest validation loss; None before the first evaluation (a run stopped before it)."""
+        return min((p["val"] for p in self.curve), default=None)
 
 
 def _loss(model: nnx.Module, x_BT: jax.Array, y_BT: jax.Array) -> jax.Array:

@@ -1,0 +1,49 @@
+"""The trained smoke runs the slow tests share: each configuration trained once per test session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+SMOKE_SEEDS = (0, 1, 2, 3)
+XLA_ISAS = {"default": "", "SSE4_2": "--xla_cpu_max_isa=SSE4_2"}
+"""The CPU code generations the trained tests run under: the machine's own and XLA's oldest x86 target.
+Their float32 round-off differs (on an AVX-512 Intel, a 512x512 matmul, tanh and sum gives 81.831596 by
+default and 81.831894 with SSE4_2), so the rows near an acceptance rule's edge differ too."""
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    """A finished smoke rerun through the command line: its folder (read it, never write into it) and its process."""
+
+    path: Path
+    proc: subprocess.CompletedProcess
+
+
+class SmokeRuns:
+    """`rerun --preset smoke --seeds 0,1,2,3` (16 windows, judged) under each code generation of XLA_ISAS,
+    trained on first use and kept for the whole test session: every test that only needs a trained run
+    reads one of these instead of training its own."""
+
+    def __init__(self, root: Path, repo: Path):
+        self.root, self.repo = root, repo
+        self._runs: dict[str, TrainedRun] = {}
+
+    def __getitem__(self, isa: str) -> TrainedRun:
+        if isa not in self._runs:
+            out = self.root / isa / "run"
+            flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith("--xla_cpu_max_isa=")]
+            env = dict(
+                os.environ, PYTHONPATH=str(self.repo / "src"), XLA_FLAGS=" ".join([*flags, XLA_ISAS[isa]]).strip()
+            )
+            seeds = ",".join(map(str, SMOKE_SEEDS))
+            cmd = [sys.executable, "-m", "attngeom", "rerun", "--preset", "smoke"]
+            cmd += ["--seeds", seeds, "--out", str(out), "--quiet"]
+            proc = subprocess.run(
+                cmd, check=False, env=env, cwd=self.repo, capture_output=True, text=True, timeout=1800
+            )
+            self._runs[isa] = TrainedRun(out, proc)
+        return self._runs[isa]
