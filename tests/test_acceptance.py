@@ -29,7 +29,7 @@ from flax import nnx
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from attngeom import bundles, evidence, laws, schema
+from attngeom import arrays, bundles, evidence, laws
 from attngeom.errors import InputError
 from attngeom.training.config import PRESETS, ModelConfig
 from attngeom.training.model import Attention
@@ -174,8 +174,8 @@ def for_each_variant(test):
 def test_every_reader_accepts_a_valid_output_of_each_variant(variant, data):
     out = data.draw(outputs(variant))
     strict, kernel = strict_mask(variant), kernel_law(variant)
-    schema.check_attention("m", "attn", out.attn, strict, kernel)
-    schema.check_attention("m", "attn", out.attn, False, None)  # a file that does not say its variant
+    arrays.check_attention("m", "attn", out.attn, strict, kernel)
+    arrays.check_attention("m", "attn", out.attn, False, None)  # a file that does not say its variant
     with tempfile.TemporaryDirectory() as tmp:  # nested: evidence looks for a manifest two folders up
         write_model(Path(tmp) / "run" / "bundle", out)
         windowed = read_all(Path(tmp) / "run" / "bundle", variant)
@@ -314,7 +314,7 @@ def test_a_kernel_row_of_mass_1e_8_is_accepted_and_judged(shape, tmp_path):
     q, k, attn, first = _tiny_mass_layers(L, W)
     assert np.allclose(attn[..., 0, :].astype(np.float64).sum(-1), 0.96, atol=2e-3)
     with pytest.raises(InputError, match=r"row 0 of window 0, layer 0, head 0 sums to 0\.96"):
-        schema.check_attention("w", "attn", attn, strict=False, kernel=False)
+        arrays.check_attention("w", "attn", attn, strict=False, kernel=False)
     root = tmp_path / "run"
     folder = root / "attngeom-qk"
     curve = [{"step": 500, "val": 3.1}, {"step": 12000, "val": 2.9}]

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_acceptance import FAST, H
 
-from attngeom import bundles, schema
+from attngeom import arrays, bundles
 from attngeom.errors import InputError
 from attngeom.training import runs
 from attngeom.training.config import PRESETS
@@ -107,4 +107,4 @@ def test_the_largest_windows_file_a_rerun_writes_fits_the_npz_bound():
     m, W = cfg.model, MAX_WINDOWS
     maps = len(cfg.telemetry_steps()) * W * m.layers * m.heads * m.seq_len * m.seq_len * 2
     qk = 2 * W * m.layers * m.heads * m.seq_len * m.head_dim * 2
-    assert maps + qk + W * m.seq_len * 4 + len(cfg.telemetry_steps()) * 4 < schema.MAX_NPZ_BYTES
+    assert maps + qk + W * m.seq_len * 4 + len(cfg.telemetry_steps()) * 4 < arrays.MAX_NPZ_BYTES

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from bundle_tools import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz
 
-from attngeom import bundles, schema
+from attngeom import arrays, bundles
 from attngeom.errors import InputError
 
 
@@ -241,7 +241,7 @@ def test_a_header_declaring_5_pib_is_refused_before_allocating(copy):
 
 def test_a_zip_bomb_is_refused_without_large_memory(copy):
     geom = copy / QK / "geom_softmax_s0.npz"
-    n = (schema.MAX_NPZ_BYTES + (64 << 20)) // 2
+    n = (arrays.MAX_NPZ_BYTES + (64 << 20)) // 2
     header = io.BytesIO()
     np.lib.format.write_array_header_2_0(header, {"descr": "<f2", "fortran_order": False, "shape": (n,)})
     with (

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom import schema
+from attngeom import arrays, schema
 from attngeom.errors import InputError
 from attngeom.files import write_json_atomic
 from attngeom.training.config import bits_per_char
@@ -109,9 +109,9 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> BundleModel:
     attn_path = attn_file(folder, variant, seed)
     geom_path = geom_file(folder, variant, seed)
     json_path = folder / RUN_JSON
-    geom = schema.load_npz(geom_path)
-    schema.require_keys(geom_path, geom, ("tokens", "q", "k", "attn"))
-    schema.check_array(geom_path, "q", geom["q"], (None, None, None, None), "f16")
+    geom = arrays.load_npz(geom_path)
+    arrays.require_keys(geom_path, geom, ("tokens", "q", "k", "attn"))
+    arrays.check_array(geom_path, "q", geom["q"], (None, None, None, None), "f16")
     L, H, T, D = geom["q"].shape
     # Every configuration has a layer, a head, a head dimension and a window of at least MIN_WINDOW.
     if min(L, H, D) < 1 or T < MIN_WINDOW:
@@ -119,20 +119,20 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> BundleModel:
             f"{geom_path}: 'q' has shape {(L, H, T, D)}: a model needs a layer, a head, "
             f"a head dimension and a window of {MIN_WINDOW} positions"
         )
-    schema.check_array(geom_path, "k", geom["k"], (L, H, T, D), "f16")
-    schema.check_array(geom_path, "attn", geom["attn"], (L, H, T, T), "f16")
-    schema.check_array(geom_path, "tokens", geom["tokens"], (T,), "int")
-    schema.check_int_range(geom_path, "tokens", geom["tokens"], 0, 2**31 - 1)  # indices into a vocabulary
-    schema.check_attention(geom_path, "attn", geom["attn"], strict_mask(variant), kernel_law(variant))
+    arrays.check_array(geom_path, "k", geom["k"], (L, H, T, D), "f16")
+    arrays.check_array(geom_path, "attn", geom["attn"], (L, H, T, T), "f16")
+    arrays.check_array(geom_path, "tokens", geom["tokens"], (T,), "int")
+    arrays.check_int_range(geom_path, "tokens", geom["tokens"], 0, 2**31 - 1)  # indices into a vocabulary
+    arrays.check_attention(geom_path, "attn", geom["attn"], strict_mask(variant), kernel_law(variant))
 
-    attn = schema.load_npz(attn_path)
-    schema.require_keys(attn_path, attn, ("tokens",))
-    schema.check_array(attn_path, "tokens", attn["tokens"], (T,), "int")
+    attn = arrays.load_npz(attn_path)
+    arrays.require_keys(attn_path, attn, ("tokens",))
+    arrays.check_array(attn_path, "tokens", attn["tokens"], (T,), "int")
     maps = {}
     for key, arr in attn.items():
         if (m := _STEP_KEY.match(key)) is not None:
-            schema.check_array(attn_path, key, arr, (L, H, T, T), "f16")
-            schema.check_attention(attn_path, key, arr, strict_mask(variant), kernel_law(variant))
+            arrays.check_array(attn_path, key, arr, (L, H, T, T), "f16")
+            arrays.check_attention(attn_path, key, arr, strict_mask(variant), kernel_law(variant))
             maps[int(m.group(1))] = arr
     if not maps:  # step 0's maps are taken before training: even a run stopped after one step has them
         raise InputError(f"{attn_path}: expected attention maps under step<N> keys, found none")
@@ -327,24 +327,24 @@ def read_windows(path: Path, model: BundleModel) -> BundleModel:
     What a valid file always satisfies: the model's shapes (L, H, T, D from its bundle) on W >= 1
     windows; telemetry steps strictly increasing, at least step 0 (taken before any update, so a run
     stopped after its first step has it); finite float16 q and k and maps that follow the variant's
-    law (`schema.check_attention`); window 0 is the bundle's fixed window, so its tokens are the
+    law (`arrays.check_attention`); window 0 is the bundle's fixed window, so its tokens are the
     bundle's.
     """
-    data = schema.load_npz(path)
-    schema.require_keys(path, data, ("tokens_WT", "steps", "q_WLHTD", "k_WLHTD"))
+    data = arrays.load_npz(path)
+    arrays.require_keys(path, data, ("tokens_WT", "steps", "q_WLHTD", "k_WLHTD"))
     L, H, T, D = model.q_LHTD.shape
-    schema.check_array(path, "tokens_WT", data["tokens_WT"], (None, T), "int")
+    arrays.check_array(path, "tokens_WT", data["tokens_WT"], (None, T), "int")
     W = data["tokens_WT"].shape[0]
-    schema.check_array(path, "steps", data["steps"], (None,), "int")
+    arrays.check_array(path, "steps", data["steps"], (None,), "int")
     steps = [int(s) for s in data["steps"]]
     if W < 1 or not steps or steps != sorted(set(steps)):  # step 0 alone: a run stopped before its next telemetry
         raise InputError(f"{path}: expected at least one window and increasing telemetry steps, got {W} and {steps}")
-    schema.require_keys(path, data, tuple(f"attn_{s}" for s in steps))
+    arrays.require_keys(path, data, tuple(f"attn_{s}" for s in steps))
     for key in ("q_WLHTD", "k_WLHTD"):
-        schema.check_array(path, key, data[key], (W, L, H, T, D), "f16")
+        arrays.check_array(path, key, data[key], (W, L, H, T, D), "f16")
     for s in steps:
-        schema.check_array(path, f"attn_{s}", data[f"attn_{s}"], (W, L, H, T, T), "f16")
-        schema.check_attention(path, f"attn_{s}", data[f"attn_{s}"], model.strict, kernel_law(model.variant))
+        arrays.check_array(path, f"attn_{s}", data[f"attn_{s}"], (W, L, H, T, T), "f16")
+        arrays.check_attention(path, f"attn_{s}", data[f"attn_{s}"], model.strict, kernel_law(model.variant))
     if not np.array_equal(data["tokens_WT"][0], model.tokens_T):
         raise InputError(f"{path}: window 0 is not the bundle's fixed window (its tokens differ)")
     maps = {s: data[f"attn_{s}"] for s in steps}
