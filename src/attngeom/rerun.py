@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from attngeom import ensemble
 from attngeom.options import list_of, step_count, subcommand, variants_option
 from attngeom.options import seed as seed_option
 from attngeom.training import rerun, runs
@@ -31,8 +32,17 @@ def judge(folder: runs.RunFolder, plan: rerun.Plan) -> tuple[int, dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Train (or continue an interrupted run), write, verify; the exit status is the verification's."""
-    folder, plan, corpus = rerun.open_run(args)
+    """One run, or an ensemble of them (`--members K`, or `--resume` of an ensemble folder)."""
+    if args.members is not None or (args.resume and ensemble.is_ensemble(args.resume)):
+        return ensemble.run(args, run_one)
+    return run_one(args)
+
+
+def run_one(args: argparse.Namespace, plan: rerun.Plan | None = None) -> int:
+    """Train (or continue an interrupted run), write, verify; the exit status is the verification's.
+
+    A new run follows `plan` when given (an ensemble member), else the options."""
+    folder, plan, corpus = rerun.open_run(args, plan)
     print(f"run folder: {folder.path}")
     try:
         if not args.resume:
@@ -77,6 +87,12 @@ def register(subparsers) -> None:
             "record the maps on W windows of the validation text too, the fixed one first (default 16)",
         ),
         ("--resume", Path, "RUN", "continue an interrupted run folder from its checkpoints (its own options are used)"),
+        (
+            "--members",
+            int,
+            "K",
+            "an ensemble: K trajectories, member m >= 1 starting one float32 ulp away (see `attngeom.ensemble`)",
+        ),
         (
             "--preflight",
             step_count,

@@ -336,6 +336,19 @@ REPORT_JSON = Record(
 )
 """A report folder's report.json (documents.Report), as `summary` and `figures` read it back."""
 
+ENSEMBLE_JSON = Record(
+    {
+        "what": Text(),
+        "members": Number(2, 64, integer=True),  # ensemble.MAX_MEMBERS
+        "config": MANIFEST_JSON.fields["config"],
+        "member_runs": Record(other=Record({"state": Text(32)}, required=("state",))),
+        "statistics": Record(other=Record(other=Record(other=Record({"members": Items(Number())})))),
+    },
+    required=("members", "config"),
+)
+"""An ensemble's ensemble.json: its plan, its members' states and the spread of what they measured
+(model -> statistic -> step -> members' values and their spread)."""
+
 SUMMARY_JSON = Record({"what": Text(), "runs": Record(other=Record())}, required=("runs",))
 """`summary`'s output (expected/measured/*.json): runs already in it are kept when others are added."""
 

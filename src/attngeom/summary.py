@@ -55,7 +55,7 @@ def statistics(model: BundleModel) -> dict[str, dict[str, float]]:
 
 
 @functools.cache
-def _published(folder: Path, variant: str) -> tuple[BundleModel, dict[str, dict[str, float]]]:
+def published_model(folder: Path, variant: str) -> tuple[BundleModel, dict[str, dict[str, float]]]:
     """A published model and its statistics, loaded once however many runs are compared with it."""
     model = load_model(folder, variant, 0)
     return model, statistics(model)
@@ -109,7 +109,7 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
             models.append(model)
             entry = {"run": statistics(model)}
             if variant in published:
-                reference, published_stats = _published(published[variant], variant)
+                reference, published_stats = published_model(published[variant], variant)
                 entry["published_seed0"] = {  # at the steps the run reached
                     name: {s: v for s, v in by_step.items() if s in entry["run"][name]}
                     for name, by_step in published_stats.items()

@@ -43,6 +43,9 @@ class TrainConfig:
     chunk: int = 50
     stop_after: int | None = None  # the last step trained: the first part of the schedule, else all of it
     windows: int = 16  # windows W the maps are also recorded on: the fixed one and W - 1 more
+    member: int = (
+        0  # the ensemble member: 0 trains from the seed's parameters, m >= 1 from them moved one ulp (train.perturb)
+    )
 
     def steps_done(self) -> int:
         """How many steps a run of this configuration trains."""

@@ -150,14 +150,16 @@ def options(args: argparse.Namespace) -> Plan:
     return Plan(cfg, args.variants, args.seeds or (args.seed,), args.preset)
 
 
-def open_run(args: argparse.Namespace) -> tuple[runs.RunFolder, Plan, data.Corpus]:
-    """The device set, then the run folder (new, or reopened with --resume), its plan and the corpus."""
+def open_run(args: argparse.Namespace, plan: Plan | None = None) -> tuple[runs.RunFolder, Plan, data.Corpus]:
+    """The device set, then the run folder (new, or reopened with --resume), its plan and the corpus.
+
+    A new run follows `plan` when given (an ensemble member), else the options."""
     deterministic_device()
     check_device()  # before a run folder is claimed: a bad XLA_FLAGS or JAX_PLATFORMS leaves none behind
     if args.resume:
         folder, plan = resume_run(args.resume)
         return folder, plan, data.load_corpus()
-    plan = options(args)
+    plan = plan or options(args)
     corpus = data.load_corpus()
     label = f"{plan.preset}-s{'_'.join(map(str, plan.seeds))}"
     folder = runs.RunFolder(runs.new_run_dir(args.out, label), config=plan.manifest_config())

@@ -136,13 +136,38 @@ def make_eval(graphdef: nnx.GraphDef) -> Callable:
     return jax.jit(evaluate)
 
 
+PERTURBATION_SEED = 20_260  # with the member number, the seed of a member's signs: [PERTURBATION_SEED, member]
+
+
+def perturb(params, member: int):
+    """The parameters of ensemble member `member`: member 0 unchanged; member m >= 1 moves every
+    float32 parameter by one ulp, up or down by a sign drawn per entry from
+    `np.random.default_rng([PERTURBATION_SEED, m])`, leaf after leaf in tree order.
+
+    `np.nextafter` gives the neighbouring float32, so the perturbation is the smallest one the
+    format can carry: what another machine's round-off does to the first update. A zero moves to
+    the smallest subnormal (1.4e-45), which a CPU that flushes subnormals treats as zero.
+    """
+    if member == 0:
+        return params
+    rng = np.random.default_rng([PERTURBATION_SEED, member])
+
+    def move(x):
+        x = np.asarray(x)
+        sign = rng.choice(np.array([-np.inf, np.inf], x.dtype), size=x.shape)
+        return jnp.asarray(np.nextafter(x, sign))
+
+    return jax.tree.map(move, params)
+
+
 def init_state(variant: str, cfg: TrainConfig, seed: int):
-    """Model built from `nnx.Rngs(seed)`: train/eval graph definitions, pure state, optimiser."""
+    """Model built from `nnx.Rngs(seed)` (perturbed for an ensemble member): train/eval graph
+    definitions, pure state, optimiser."""
     model = build(variant, cfg.model, seed)
     tx = optax.adamw(cfg.lr_of(variant), weight_decay=cfg.weight_decay)
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
     eval_graphdef = nnx.split(nnx.view(model, deterministic=True), nnx.Param, ...)[0]
-    params, rest = nnx.as_pure(params), nnx.as_pure(rest)
+    params, rest = perturb(nnx.as_pure(params), cfg.member), nnx.as_pure(rest)
     return graphdef, eval_graphdef, tx, (params, rest, tx.init(params))
 
 

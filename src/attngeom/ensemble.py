@@ -1,0 +1,186 @@
+"""`rerun --members K`: an ensemble of K trajectories of one configuration, and its spread.
+
+A rerun on other hardware is another trajectory of the same training: the kernel variants
+amplify float32 round-off. The ensemble samples those trajectories on one machine. Member 0 is
+the plain rerun; member m >= 1 starts from the same initial parameters moved by one float32 ulp
+with signs drawn from m (`training.train.perturb`). Everything else is the rerun's: the batches,
+schedule, telemetry steps, windows, `--stop-after`, `--resume`, locks and manifests.
+
+    ENS/ensemble.json        the plan (members, configuration) and the spread of what has finished
+    ENS/member-<m>/          one rerun folder per member: bundles, manifest, log, report
+
+Members train one after another, each judged by verify into its own report, and ensemble.json is
+rewritten after each one, so that a stopped ensemble keeps what it finished; `--resume ENS` starts
+the members not yet begun and continues the unfinished ones (and, once every member is complete and
+stopped early, carries all of them on to the full schedule).
+
+The summary holds, per model (`<variant>_s<seed>`), statistic and step, every finished member's
+value with their mean, standard deviation, min and max, the published value, whether it lies in the
+members' range and how many standard deviations it lies from their mean. The statistics are those
+`summary` keeps of a run (distinct winners, entropy, validation loss), plus the table's statistics
+of the final model (`final`) for members that ran the whole schedule.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from attngeom import fetch, schema
+from attngeom.bundles import list_bundles, load_model
+from attngeom.errors import InputError
+from attngeom.files import shown, write_json_atomic
+from attngeom.statistics import Measures, applicable
+from attngeom.summary import published_model, statistics
+from attngeom.training import rerun, runs
+
+SUMMARY = "ensemble.json"
+MAX_MEMBERS = 64
+
+
+def member_dir(ensemble: Path, member: int) -> Path:
+    """The run folder of one member."""
+    return Path(ensemble) / f"member-{member}"
+
+
+def is_ensemble(path: Path) -> bool:
+    """Whether `path` is an ensemble folder (it holds ensemble.json)."""
+    return (Path(path) / SUMMARY).is_file()
+
+
+def read(path: Path) -> dict:
+    """An ensemble's ensemble.json, checked against its schema."""
+    return schema.read_json(Path(path) / SUMMARY, schema.ENSEMBLE_JSON)
+
+
+def spread(values: list[float], published: float | None) -> dict:
+    """The members' values of one statistic at one step, their spread, and where the published value stands."""
+    v = np.asarray(values, dtype=np.float64)
+    std = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+    out = {"members": values, "mean": float(v.mean()), "std": std, "min": float(v.min()), "max": float(v.max())}
+    if published is not None:
+        out["published"] = published
+        out["published_inside"] = bool(v.min() <= published <= v.max())
+        out["published_in_std"] = (published - out["mean"]) / std if std > 0 else None
+    return out
+
+
+def member_statistics(run_dir: Path, manifest: dict) -> dict[str, dict[str, dict[str, float]]]:
+    """One finished member's statistics per model: by name and step, plus `final` when it ran the whole schedule."""
+    out = {}
+    listing = list_bundles(run_dir)
+    for seed in manifest["config"]["seeds"]:
+        folders = listing.folders(seed)
+        for variant in manifest["config"]["variants"]:
+            model = load_model(folders[variant], variant, seed)
+            entry = statistics(model)
+            if manifest.get("stopped_after") is None:
+                m = Measures.of(model)
+                entry["final"] = {key: s.per_window(m)[0].item() for key, s in applicable(model).items()}
+            out[f"{variant}_s{seed}"] = entry
+    return out
+
+
+def summarise(ensemble: Path, plan: dict, folders: dict[str, Path]) -> dict:
+    """ensemble.json: the plan, each member's state and verdict, and the spread of the finished members."""
+    members, finished = {}, {}
+    for m in range(plan["members"]):
+        path = member_dir(ensemble, m)
+        if not (path / runs.MANIFEST).is_file():
+            members[str(m)] = {"state": "not started"}
+            continue
+        manifest = runs.read_manifest(path / runs.MANIFEST)
+        done = manifest["completed"] is True
+        members[str(m)] = {
+            "state": "complete" if done else "unfinished",
+            "stopped_after": manifest.get("stopped_after"),
+            "wall_s": manifest.get("wall_s"),
+            "verify_exit": manifest.get("verify_exit"),
+        }
+        if done:
+            finished[m] = member_statistics(path, manifest)
+    stats: dict[str, dict] = {}
+    for m, by_model in finished.items():
+        for model, by_name in by_model.items():
+            for name, by_step in by_name.items():
+                for step, v in by_step.items():
+                    stats.setdefault(model, {}).setdefault(name, {}).setdefault(step, {})[m] = v
+    out = {}
+    for model, by_name in stats.items():
+        variant = model.rsplit("_s", 1)[0]
+        comparable = plan["config"]["preset"] == "paper" and model.endswith("_s0") and variant in folders
+        ref = published_model(folders[variant], variant)[1] if comparable else {}  # the published runs: paper, seed 0
+        out[model] = {
+            name: {
+                step: {"member_ids": sorted(by_member)}
+                | spread([by_member[m] for m in sorted(by_member)], ref.get(name, {}).get(step))
+                for step, by_member in by_step.items()
+            }
+            for name, by_step in by_name.items()
+        }
+    return {**plan, "member_runs": members, "statistics": out}
+
+
+def write_summary(ensemble: Path, plan: dict) -> dict:
+    """Recompute and write ensemble.json from the members' folders."""
+    doc = summarise(ensemble, plan, list_bundles(fetch.fetch_bundles()).folders())
+    write_json_atomic(Path(ensemble) / SUMMARY, doc)
+    return doc
+
+
+def new_plan(args: argparse.Namespace) -> dict:
+    """The plan of a new ensemble, checked like a rerun's."""
+    if not 2 <= args.members <= MAX_MEMBERS:
+        raise InputError(f"--members: from 2 to {MAX_MEMBERS} (member 0 and at least one perturbed trajectory)")
+    base = rerun.options(args)
+    return {
+        "what": f"{args.members} trajectories of one configuration: member 0 the plain rerun, member m >= 1 "
+        "its initial parameters moved one float32 ulp with signs from m",
+        "members": args.members,
+        "config": base.manifest_config(),
+    }
+
+
+def run(args: argparse.Namespace, run_member: Callable[[argparse.Namespace, rerun.Plan | None], int]) -> int:
+    """Train (or carry on) every member with `run_member(args, plan)` (the rerun command), then summarise;
+    the exit status is the worst of the members' verifications."""
+    if args.resume:
+        ensemble = args.resume
+        plan = {k: v for k, v in read(ensemble).items() if k in ("what", "members", "config")}
+    else:
+        plan = new_plan(args)
+        ensemble = runs.new_run_dir(args.out, f"{plan['config']['preset']}-ensemble{args.members}")
+        write_summary(ensemble, plan)
+    print(f"ensemble folder: {shown(ensemble)}")
+    base = rerun.Plan.from_manifest(plan["config"], Path(ensemble) / SUMMARY)
+    states = [_state(member_dir(ensemble, m)) for m in range(plan["members"])]
+    carry_on = all(s == "stopped" for s in states)
+    status = 0
+    for m, state in enumerate(states):
+        if state == "complete" or (state == "stopped" and not carry_on):
+            continue
+        print(f"member {m} of {plan['members']}")
+        folder = member_dir(ensemble, m)
+        member_args = argparse.Namespace(**{**vars(args), "out": folder, "resume": None if state == "new" else folder})
+        try:
+            status = max(status, run_member(member_args, replace(base, cfg=replace(base.cfg, member=m))))
+        finally:
+            write_summary(ensemble, plan)  # what finished is kept, whatever stops the next member
+    doc = read(ensemble)
+    done = sum(r["state"] == "complete" for r in doc["member_runs"].values())
+    print(f"ensemble: {done} of {plan['members']} members complete: {shown(Path(ensemble) / SUMMARY)}")
+    return status
+
+
+def _state(path: Path) -> str:
+    """A member folder's state: new, unfinished, stopped (complete, stopped early) or complete."""
+    if not (path / runs.MANIFEST).is_file():
+        return "new"
+    manifest = runs.read_manifest(path / runs.MANIFEST)
+    if manifest["completed"] is not True:
+        return "unfinished"
+    return "stopped" if manifest.get("stopped_after") is not None else "complete"
