@@ -34,9 +34,9 @@ from attngeom import fetch, schema
 from attngeom.bundles import list_bundles, load_model
 from attngeom.errors import InputError
 from attngeom.files import shown, write_json_atomic
-from attngeom.statistics import Measures, applicable
-from attngeom.summary import published_model, statistics
+from attngeom.statistics import Measures, applicable, by_step, published_model
 from attngeom.training import rerun, runs
+from attngeom.variants import published_run
 
 SUMMARY = "ensemble.json"
 MAX_MEMBERS = 64
@@ -77,7 +77,7 @@ def member_statistics(run_dir: Path, manifest: dict) -> dict[str, dict[str, dict
         folders = listing.folders(seed)
         for variant in manifest["config"]["variants"]:
             model = load_model(folders[variant], variant, seed)
-            entry = statistics(model)
+            entry = by_step(model)
             if manifest.get("stopped_after") is None:
                 m = Measures.of(model)
                 entry["final"] = {key: s.per_window(m)[0].item() for key, s in applicable(model).items()}
@@ -106,21 +106,21 @@ def summarise(ensemble: Path, plan: dict, folders: dict[str, Path]) -> dict:
     stats: dict[str, dict] = {}
     for m, by_model in finished.items():
         for model, by_name in by_model.items():
-            for name, by_step in by_name.items():
-                for step, v in by_step.items():
+            for name, values in by_name.items():
+                for step, v in values.items():
                     stats.setdefault(model, {}).setdefault(name, {}).setdefault(step, {})[m] = v
     out = {}
     for model, by_name in stats.items():
-        variant = model.rsplit("_s", 1)[0]
-        comparable = plan["config"]["preset"] == "paper" and model.endswith("_s0") and variant in folders
-        ref = published_model(folders[variant], variant)[1] if comparable else {}  # the published runs: paper, seed 0
+        variant, seed = model.rsplit("_s", 1)
+        comparable = published_run(plan["config"]["preset"], int(seed), variant) and variant in folders
+        ref = published_model(folders[variant], variant)[1] if comparable else {}
         out[model] = {
             name: {
                 step: {"member_ids": sorted(by_member)}
                 | spread([by_member[m] for m in sorted(by_member)], ref.get(name, {}).get(step))
-                for step, by_member in by_step.items()
+                for step, by_member in members_by_step.items()
             }
-            for name, by_step in by_name.items()
+            for name, members_by_step in by_name.items()
         }
     return {**plan, "member_runs": members, "statistics": out}
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
+from pathlib import Path
 
 import numpy as np
 
 from attngeom import hull, stats
-from attngeom.bundles import BundleModel, fixed_window_only
+from attngeom.bundles import BundleModel, fixed_window_only, load_model
 
 
 class Measures:
@@ -241,6 +242,26 @@ STEP_STATISTICS: dict[str, tuple[Callable[[Measures, int], np.ndarray], int]] = 
     "distinct_winners": (lambda m, s: m.occupancy(s).mean((1, 2)) * m.window_size, 4),
     "mean_norm_entropy": (lambda m, s: m.entropy(s).mean((1, 2)), 6),
 }
+
+
+def by_step(model: BundleModel) -> dict[str, dict[str, float]]:
+    """Per telemetry step, the means over heads of the distinct winners (of T keys) and of the normalised
+    entropy; per evaluation step, the validation loss."""
+    m = Measures.of(model)
+    return {
+        **{
+            name: {str(s): round(float(f(m, s)[0]), digits) for s in m.steps}
+            for name, (f, digits) in STEP_STATISTICS.items()
+        },
+        "validation_loss": {str(p["step"]): round(p["val"], 6) for p in model.run.get("curve", [])},
+    }
+
+
+@cache
+def published_model(folder: Path, variant: str) -> tuple[BundleModel, dict[str, dict[str, float]]]:
+    """A published model and its statistics, loaded once however many runs are compared with it."""
+    model = load_model(folder, variant, 0)
+    return model, by_step(model)
 
 
 def checkpoint_labels(checkpoints: list[int], steps: int | None) -> list[int]:

@@ -10,19 +10,19 @@ same step, how far its maps are from the published maps, and the verdicts it was
 from __future__ import annotations
 
 import argparse
-import functools
 import shlex
 from pathlib import Path
 
 import numpy as np
 
-from attngeom import fetch, schema
+from attngeom import ensemble, fetch, schema
 from attngeom.bundles import BundleModel, list_bundles, load_model
 from attngeom.documents import Report
 from attngeom.errors import InputError
 from attngeom.files import sha256_file, shown, write_json_atomic
-from attngeom.statistics import STEP_STATISTICS, Measures
+from attngeom.statistics import by_step, published_model
 from attngeom.training.runs import MANIFEST, REPORT, read_manifest
+from attngeom.variants import published_run
 
 
 def shown_command(command: str) -> str:
@@ -39,26 +39,6 @@ def shown_command(command: str) -> str:
         elif not w.startswith("--out="):
             kept.append(w)
     return shlex.join(kept)
-
-
-def statistics(model: BundleModel) -> dict[str, dict[str, float]]:
-    """Per telemetry step, the means over heads of the distinct winners (of T keys) and of the normalised
-    entropy; per evaluation step, the validation loss."""
-    m = Measures.of(model)
-    return {
-        **{
-            name: {str(s): round(float(f(m, s)[0]), digits) for s in m.steps}
-            for name, (f, digits) in STEP_STATISTICS.items()
-        },
-        "validation_loss": {str(p["step"]): round(p["val"], 6) for p in model.run.get("curve", [])},
-    }
-
-
-@functools.cache
-def published_model(folder: Path, variant: str) -> tuple[BundleModel, dict[str, dict[str, float]]]:
-    """A published model and its statistics, loaded once however many runs are compared with it."""
-    model = load_model(folder, variant, 0)
-    return model, statistics(model)
 
 
 def map_differences(run: BundleModel, published: BundleModel) -> dict[str, dict[str, float]]:
@@ -107,8 +87,8 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
                 raise InputError(f"{shown(run_dir)}: no geom_{variant}_s{seed}.npz although the manifest names it")
             model = load_model(folders[variant], variant, seed)
             models.append(model)
-            entry = {"run": statistics(model)}
-            if variant in published:
+            entry = {"run": by_step(model)}
+            if published_run(manifest["config"]["preset"], seed, variant) and variant in published:
                 reference, published_stats = published_model(published[variant], variant)
                 entry["published_seed0"] = {  # at the steps the run reached
                     name: {s: v for s, v in by_step.items() if s in entry["run"][name]}
@@ -141,6 +121,17 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
     }
 
 
+def summarise_ensemble(path: Path, published: dict[str, Path]) -> dict:
+    """An ensemble folder's summary: its spread (ensemble.json, recomputed) and each complete member's summary."""
+    plan = {k: v for k, v in ensemble.read(path).items() if k in ("what", "members", "config")}
+    doc = ensemble.summarise(path, plan, published)
+    complete = [m for m, r in doc["member_runs"].items() if r["state"] == "complete"]
+    if not complete:
+        raise InputError(f"{shown(path)}: no member of the ensemble has completed (carry it on with --resume)")
+    members = {f"member-{m}": summarise_run(ensemble.member_dir(path, int(m)), published) for m in complete}
+    return {"ensemble": doc, "members": members}
+
+
 def run_summary(args: argparse.Namespace) -> int:
     """`summary`: write the summary of the given run folders into --out (other runs already there are kept)."""
     names = [run_dir.resolve().name for run_dir in args.runs]
@@ -148,7 +139,12 @@ def run_summary(args: argparse.Namespace) -> int:
         raise InputError(f"two run folders with the same name among {', '.join(map(shown, args.runs))}")
     doc = schema.read_json(args.out, schema.SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
     published = list_bundles(fetch.fetch_bundles()).folders()
-    runs = {name: summarise_run(run_dir, published) for name, run_dir in zip(names, args.runs)}
+    runs = {
+        name: summarise_ensemble(run_dir, published)
+        if ensemble.is_ensemble(run_dir)
+        else summarise_run(run_dir, published)
+        for name, run_dir in zip(names, args.runs)
+    }
     if args.note:
         for run in runs.values():
             run["note"] = args.note
@@ -156,8 +152,10 @@ def run_summary(args: argparse.Namespace) -> int:
     doc["runs"] = {**doc["runs"], **runs}
     write_json_atomic(args.out, doc)
     for name, run in runs.items():
-        v = run["verdict"]
-        print(f"{name}: {v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped: {v['verdict']}")
+        for label, one in run["members"].items() if "members" in run else [("", run)]:
+            v = one["verdict"]
+            counts = f"{v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped: {v['verdict']}"
+            print(f"{name}{' ' + label if label else ''}: {counts}")
     print(f"summary: {shown(args.out)}")
     return 0
 

@@ -71,3 +71,12 @@ def kernel_law(name: str) -> bool | None:
     """Whether a variant's rows follow the kernel's law (None for a name the table lacks: unknown)."""
     spec = find(name)
     return None if spec is None else spec.kernel
+
+
+PUBLISHED_PRESET, PUBLISHED_SEED = "paper", 0
+
+
+def published_run(preset: str, seed: int, name: str) -> bool:
+    """Whether a run of this preset, seed and variant retrains one the author published (the only runs
+    whose statistics can stand beside the published bundles')."""
+    return preset == PUBLISHED_PRESET and seed == PUBLISHED_SEED and name in PUBLISHED
