@@ -231,3 +231,40 @@ def test_controls_and_panel_are_not_clipped(browser, width):
         assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
     finally:
         browser.set_window_size(1280, 1600)
+
+
+def test_a_stopped_run_is_drawn_beside_its_ensemble(browser, page, tmp_path):
+    """The page of a run stopped early whose bands come from an ensemble: one strip per statistic, with
+    a dot per member, the published bar and the run's ring, inside the page's width."""
+    from selenium.webdriver.common.by import By
+
+    report = json.loads(json.dumps(page[1]))
+    ensemble = {"source": "expected/measured/e.json", "members": [47.4, 49.1, 50.2, 52.6], "mean": 49.8, "std": 2.2}
+    report["claims"].append(
+        {
+            **report["claims"][0],
+            "id": "step1200.yat_b.occupancy",
+            "claim": "yat_b: distinct winners of 128 at step 1200",
+            "measured": "47.42",
+            "measured_value": 47.42,
+            "verdict": "PASS",
+            "ensemble": ensemble | {"min": 47.4, "max": 52.6, "published": 51.0417},
+        }
+    )
+    results = json.loads((page[0].parent / "results.json").read_text(encoding="utf-8"))
+    path = html_report.write_html(tmp_path, report, results)
+    try:
+        browser.get(path.resolve().as_uri())
+        figure = browser.find_element(
+            By.CSS_SELECTOR, "#ensemble ~ div figure.ensemble[data-claim='step1200.yat_b.occupancy']"
+        )
+        assert len(figure.find_elements(By.CSS_SELECTOR, "svg circle")) == 5  # four members and the run
+        assert figure.find_element(By.CSS_SELECTOR, "svg line[stroke='#c62828']").is_displayed()
+        assert "4 members 47.4 to 52.6" in figure.text
+        assert browser.execute_script(
+            "const r = arguments[0].getBoundingClientRect(); return r.width > 100 && r.right <= window.innerWidth",
+            figure,
+        )
+        assert _errors(browser) == []
+    finally:
+        browser.get(page[0].resolve().as_uri())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from trained_runs import SMOKE_SEEDS, XLA_ISAS
+from trained_runs import SMOKE_SEEDS, XLA_ISAS, same_as_the_whole_run
 
 from attngeom import bundles, cli, rerun, schema
 from attngeom.bundles import RUN_JSON, load_models
@@ -136,27 +136,6 @@ def _interrupt_at(monkeypatch, variant: str, step: int):
     monkeypatch.setattr(train, "train_variant", train_variant)
 
 
-def _same_as_the_whole_run(whole: Path, part: Path, variants: tuple[str, ...], seed: int) -> None:
-    """`part`, a run of some variants of one seed, holds the bundles, run records and log lines that the
-    session's run of every variant and seed (`whole`) has for them, bit for bit."""
-    manifest = runs.require_complete(part)
-    assert not (part / runs.CHECKPOINTS).exists()
-    for bundle, members in BUNDLES.items():
-        chosen = [v for v in members if v in variants]
-        if not chosen:
-            continue
-        names = [f"{kind}_{v}_s{seed}.npz" for v in chosen for kind in ("attn", "geom", "windows")]
-        assert {f"{bundle}/{n}" for n in names} <= set(manifest["files"])
-        _same_files(whole / bundle, part / bundle, names)
-        records = [json.loads((f / bundle / RUN_JSON).read_text())["runs"] for f in (whole, part)]
-        assert [r for r in records[0] if r["seed"] == seed and r["variant"] in chosen] == records[1]
-    logged = [
-        [line for line in (f / runs.TRAIN_LOG).read_text().splitlines() if json.loads(line)["seed"] == seed]
-        for f in (whole, part)
-    ]
-    assert [line for line in logged[0] if json.loads(line)["variant"] in variants] == logged[1]  # no step twice
-
-
 @pytest.mark.slow
 def test_a_resumed_rerun_writes_the_bundles_of_an_uninterrupted_one(smoke_run, tmp_path, monkeypatch, capsys):
     _restore_device_settings(monkeypatch)
@@ -167,7 +146,7 @@ def test_a_resumed_rerun_writes_the_bundles_of_an_uninterrupted_one(smoke_run, t
     assert (tmp_path / "cut" / runs.CHECKPOINTS / "yat_b_s1.npz").is_file()
     assert cli.main(["rerun", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
     assert "yat_b seed 1: resuming after step 20" in capsys.readouterr().out
-    _same_as_the_whole_run(smoke_run, tmp_path / "cut", ("softmax", "yat_b"), 1)
+    same_as_the_whole_run(smoke_run, tmp_path / "cut", ("softmax", "yat_b"), 1)
     assert cli.main(["rerun", "--resume", str(tmp_path / "cut")]) == 2
     assert "already completed" in capsys.readouterr().err
 
@@ -223,16 +202,6 @@ def test_rerun_records_the_maps_on_more_windows(smoke_run):
                 assert z[name].dtype == np.float16 and z[name].shape == (W, L, H, T, D)
 
 
-def _same_files(a_dir: Path, b_dir: Path, names) -> None:
-    for name in names:
-        a, b = a_dir / name, b_dir / name
-        if name.endswith(".npz"):
-            with np.load(a) as za, np.load(b) as zb:
-                assert za.files == zb.files and all(np.array_equal(za[k], zb[k]) for k in za.files), name
-        else:
-            assert a.read_text() == b.read_text(), name
-
-
 @pytest.mark.slow
 def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(smoke_run, tmp_path, monkeypatch, capsys):
     _restore_device_settings(monkeypatch)
@@ -267,7 +236,7 @@ def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(smoke_run, t
     assert (
         cut["stopped_after"] is None and cut["config"]["train"] == runs.require_complete(smoke_run)["config"]["train"]
     )
-    _same_as_the_whole_run(smoke_run, tmp_path / "cut", ("yat_b",), 1)
+    same_as_the_whole_run(smoke_run, tmp_path / "cut", ("yat_b",), 1)
 
 
 def test_an_interrupted_verification_leaves_the_run_incomplete_and_resume_judges_it(tmp_path, monkeypatch, capsys):

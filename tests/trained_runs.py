@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
+
+from attngeom.bundles import RUN_JSON
+from attngeom.training import runs
+from attngeom.variants import BUNDLES
 
 SMOKE_SEEDS = (0, 1, 2, 3)
 XLA_ISAS = {"default": "", "SSE4_2": "--xla_cpu_max_isa=SSE4_2"}
@@ -52,3 +59,35 @@ class SmokeRuns:
                     out, subprocess.CompletedProcess(popen.args, popen.returncode, stdout, stderr)
                 )
         return self._runs[isa]
+
+
+def same_files(a_dir: Path, b_dir: Path, names) -> None:
+    """The named files of two folders hold the same arrays (npz) or text, bit for bit."""
+    for name in names:
+        a, b = a_dir / name, b_dir / name
+        if name.endswith(".npz"):
+            with np.load(a) as za, np.load(b) as zb:
+                assert za.files == zb.files and all(np.array_equal(za[k], zb[k]) for k in za.files), name
+        else:
+            assert a.read_text() == b.read_text(), name
+
+
+def same_as_the_whole_run(whole: Path, part: Path, variants: tuple[str, ...], seed: int) -> None:
+    """`part`, a run of some variants of one seed, holds the bundles, run records and log lines that the
+    session's run of every variant and seed (`whole`) has for them, bit for bit."""
+    manifest = runs.require_complete(part)
+    assert not (part / runs.CHECKPOINTS).exists()
+    for bundle, members in BUNDLES.items():
+        chosen = [v for v in members if v in variants]
+        if not chosen:
+            continue
+        names = [f"{kind}_{v}_s{seed}.npz" for v in chosen for kind in ("attn", "geom", "windows")]
+        assert {f"{bundle}/{n}" for n in names} <= set(manifest["files"])
+        same_files(whole / bundle, part / bundle, names)
+        records = [json.loads((f / bundle / RUN_JSON).read_text())["runs"] for f in (whole, part)]
+        assert [r for r in records[0] if r["seed"] == seed and r["variant"] in chosen] == records[1]
+    logged = [
+        [line for line in (f / runs.TRAIN_LOG).read_text().splitlines() if json.loads(line)["seed"] == seed]
+        for f in (whole, part)
+    ]
+    assert [line for line in logged[0] if json.loads(line)["variant"] in variants] == logged[1]  # no step twice

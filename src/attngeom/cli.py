@@ -39,6 +39,7 @@ SUBCOMMAND_MODULES = (
     "attngeom.backends.docker",
     "attngeom.figures",
     "attngeom.summary",
+    "attngeom.bands",
 )
 DEFAULT_SUBCOMMAND = "verify"
 # Commands reproduce.sh runs itself; listed here so that --help names every command.

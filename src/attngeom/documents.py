@@ -7,7 +7,7 @@ They stay plain JSON objects (TypedDicts), so the files are what they were.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class Counts(TypedDict):
@@ -34,6 +34,7 @@ class ClaimRow(TypedDict):
     expected: str
     tolerance_reason: str
     verdict: str  # judge.VERDICTS
+    ensemble: NotRequired[dict]  # a stopped run's statistic: the measured ensemble its band comes from (rerun.json)
 
 
 class EvidenceRecord(TypedDict):

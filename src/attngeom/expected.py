@@ -14,6 +14,7 @@ from attngeom import schema
 from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.errors import InputError
 from attngeom.files import REPO, sha256_file
+from attngeom.statistics import STEP_STATISTICS
 
 EXPECTED_DIR = REPO / "expected"
 COMPARISONS = ("exact", "abs", "rel", "le", "lt", "ge", "gt")
@@ -74,14 +75,18 @@ def load_rerun(folder: Path | None = None, claims: list[dict] | None = None) -> 
 
 
 def load_steps(folder: Path | None = None) -> dict[int, dict[str, dict]]:
-    """rerun.json's `steps`: step -> statistic -> {function, label, unit, tolerance, reason, published}."""
+    """rerun.json's `steps`: step -> statistic -> {function, statistic, label, unit, models}, where
+    `models` holds each model's band: model -> {published, tolerance, reason, ensemble?}."""
     path = (folder or EXPECTED_DIR) / "rerun.json"
     steps = schema.read_json(path, schema.RERUN_JSON).get("steps", {})
     for step, statistics in steps.items():
         for name, band in statistics.items():
-            missing = [f for f in ("function", "label", "unit", "tolerance", "reason", "published") if f not in band]
-            if missing or not step.isdigit() or band["function"] not in CLAIM_FUNCTIONS:
-                raise InputError(f"{path}: steps.{step}.{name} is malformed (lacks {', '.join(missing) or 'nothing'})")
+            if (
+                not step.isdigit()
+                or band["function"] not in CLAIM_FUNCTIONS
+                or band["statistic"] not in STEP_STATISTICS
+            ):
+                raise InputError(f"{path}: steps.{step}.{name} names an unknown step, function or statistic")
     return {int(step): statistics for step, statistics in steps.items()}
 
 

@@ -144,9 +144,11 @@ def _rerun(report: dict) -> str:
     )
 
 
-def _strip_svg(rows: list[tuple[str, list[list[float]], float | None, float]]) -> str:
-    """One small inline SVG: per model a row of dots (one per window, a line per seed), the
-    published value as a red bar and seed 0's fixed window as a ring."""
+def _strip_svg(
+    rows: list[tuple[str, list[list[float]], float | None, float]], ring: str = "seed 0, fixed window"
+) -> str:
+    """One small inline SVG: per model a row of dots (one per window, a line per seed; or one per
+    ensemble member), the published value as a red bar and the judged value (`ring`) as a ring."""
     values = [x for _, seeds, pub, fixed in rows for x in [*(v for s in seeds for v in s), fixed, pub] if x is not None]
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
@@ -168,7 +170,7 @@ def _strip_svg(rows: list[tuple[str, list[list[float]], float | None, float]]) -
                 for v in seed_values
             ]
         parts.append(
-            f'<circle cx="{x(fixed):.1f}" cy="{y}" r="5" fill="none" stroke="#111"><title>seed 0, fixed window: {fixed:.4g}</title></circle>'
+            f'<circle cx="{x(fixed):.1f}" cy="{y}" r="5" fill="none" stroke="#111"><title>{_e(ring)}: {fixed:.4g}</title></circle>'
         )
         if pub is not None:
             parts.append(
@@ -179,6 +181,38 @@ def _strip_svg(rows: list[tuple[str, list[list[float]], float | None, float]]) -
     parts.append(f'<text x="{left}" y="{height + 2}" font-size="10">{lo:.4g}</text>')
     parts.append(f'<text x="{width - 10}" y="{height + 2}" font-size="10" text-anchor="end">{hi:.4g}</text>')
     return f'<svg class="dist" width="{width}" height="{height + 6}" viewBox="0 0 {width} {height + 6}">{"".join(parts)}</svg>'
+
+
+def _ensemble(report: dict) -> str:
+    """A stopped run's statistics beside the measured ensemble of trajectories their bands derive from."""
+    rows = [c for c in report["claims"] if "ensemble" in c and c.get("measured_value") is not None]
+    if not rows:
+        return ""
+    plots = "".join(
+        f'<figure class="ensemble" data-claim="{_e(c["id"])}"><figcaption>{_e(c["claim"])}: this run '
+        f"{_e(c['measured'])}, {len(c['ensemble']['members'])} members {c['ensemble']['min']:.4g} to "
+        f"{c['ensemble']['max']:.4g}</figcaption>"
+        + _strip_svg(
+            [
+                (
+                    c["id"].split(".")[1],
+                    [c["ensemble"]["members"]],
+                    c["ensemble"]["published"],
+                    c["measured_value"],
+                )
+            ],
+            ring="this run",
+        )
+        + "</figure>"
+        for c in rows
+    )
+    source = rows[0]["ensemble"]["source"]
+    return (
+        '<h2 id="ensemble">Beside the ensemble of trajectories</h2><p>Each statistic this run is judged on at a '
+        "step it reached, beside an ensemble of trajectories of the same training measured on one CPU (blue dots, one "
+        f"per member; <code>{_e(source)}</code>), the published value (red bar) and this run (ring). The band the "
+        f'statistic is judged with covers the published value and every member.</p><div class="robust-plots">{plots}</div>'
+    )
 
 
 def _robustness(results: dict) -> str:
@@ -334,6 +368,7 @@ def render(out_dir: Path, report: Report, results: Results) -> str:
 {_claims(report)}
 {_statistics(results)}
 {_rerun(report)}
+{_ensemble(report)}
 {_robustness(results)}
 {_figures(Path(out_dir))}
 {_territory()}

@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from attngeom import expected
+from attngeom.bands import overlaps
 from attngeom.claims import CLAIM_FUNCTIONS, MODEL_ARGS
 from attngeom.documents import ClaimRow, Counts, Results
 
@@ -115,17 +116,31 @@ def stopped_run_entries(stopped_after: int) -> list[dict]:
             "source": f"the published bundles, attn_{model}_s0.npz, key step{step}",
             "function": band["function"],
             "args": {"model": model, "step": step},
-            "value": value,
+            "value": one["published"],
             "unit": band["unit"],
             "comparison": "abs",
-            "tolerance": band["tolerance"],
-            "reason": band["reason"],
+            "tolerance": one["tolerance"],
+            "reason": one["reason"],
             "tier": STOPPED_RUN,
         }
+        | ({"ensemble": {**one["ensemble"], "published": one["published"]}} if "ensemble" in one else {})
         for step, statistics in expected.load_steps().items()
         if step <= stopped_after
         for name, band in statistics.items()
-        for model, value in band["published"].items()
+        for model, one in band["models"].items()
+    ]
+
+
+def separation_notes(stopped_after: int) -> list[str]:
+    """For a run stopped early: the comparisons of the posts that the bands at the steps it reached do not
+    show, because the two models' bands overlap (bands.overlaps)."""
+    return [
+        f"at step {step} the bands of {a} and {b} ({band['label']}) overlap: a run inside both does not "
+        "tell the two apart as the posts do"
+        for step, statistics in expected.load_steps().items()
+        if step <= stopped_after
+        for band in statistics.values()
+        for a, b in overlaps(band)
     ]
 
 
@@ -152,7 +167,7 @@ def judge_all(
         if absent and not isinstance(how, str):
             how = f"needs {absent[0]}, not in these bundles"
         measured = None if isinstance(how, str) else _measure(entry, results)
-        row = {k: entry[k] for k in ROW_FIELDS}
+        row = {k: entry[k] for k in ROW_FIELDS} | ({"ensemble": entry["ensemble"]} if "ensemble" in entry else {})
         row["measured_value"] = measured if not isinstance(measured, float) or math.isfinite(measured) else None
         row["measured"] = fmt(measured) if measured is not None else "-"
         if isinstance(how, str):

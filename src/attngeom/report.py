@@ -193,6 +193,27 @@ def robustness_lines(robust: dict) -> list[str]:
     return lines
 
 
+def ensemble_lines(claims: list[dict]) -> list[str]:
+    """The statistics of a stopped run that have a measured ensemble: the run's value beside the published
+    one and the ensemble's range (the band derives from it, see `bands`)."""
+    rows = [c for c in claims if "ensemble" in c]
+    if not rows:
+        return []
+    lines = [
+        "| statistic | this run | published | ensemble: members, range (mean ± std) | run in range | source |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for c in rows:
+        e, run = c["ensemble"], c["measured_value"]
+        inside = "-" if run is None else ("yes" if e["min"] <= run <= e["max"] else "**no**")
+        lines.append(
+            f"| {_cell(c['claim'])} (`{c['id']}`) | {_cell(c['measured'])} | {e['published']:.6g} "
+            f"| {len(e['members'])}: {e['min']:.4g} to {e['max']:.4g} ({e['mean']:.4g} ± {e['std']:.2g}) | {inside} "
+            f"| `{_cell(e['source'])}` |"
+        )
+    return lines
+
+
 def markdown(report: Report, results: Results) -> str:
     """REPORT.md: the verdict, one table row per claim, then every model's statistics."""
     s = report["summary"]
@@ -222,6 +243,8 @@ def markdown(report: Report, results: Results) -> str:
             f'| {mark} | {_cell(c["claim"])} (`{c["id"]}`) | "{_cell(c["quote"])}" ({_cell(c["source"])}) '
             f"| {_cell(c['expected'])} | {_cell(c['measured'])} | {_cell(c['tolerance_reason'])} |"
         )
+    if spread := ensemble_lines(report["claims"]):
+        lines += ["", "## Beside the ensemble of trajectories", "", *spread]
     if results["models"]:
         lines += ["", "## Statistics per model", "", *statistics_table(results)]
     if quality := quality_lines(results.get("quality", {})):

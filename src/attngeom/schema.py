@@ -281,10 +281,30 @@ RERUN_JSON = Record(
             other=Record(
                 other=Record(
                     {
-                        **{k: Text() for k in ("function", "label", "unit", "reason")},
-                        "tolerance": Number(0),
-                        "published": Record(other=Number()),
+                        **{k: Text() for k in ("function", "statistic", "label", "unit")},
+                        "separates": Items(Items(Text(100), min_len=2, max_len=2)),  # pairs the posts compare
+                        "models": Record(
+                            other=Record(
+                                {
+                                    "published": Number(),
+                                    "tolerance": Number(0),
+                                    "reason": Text(),
+                                    "ensemble": Record(
+                                        {
+                                            "source": Text(),
+                                            "members": Items(Number(), min_len=2, max_len=64),
+                                            **{k: Number() for k in ("mean", "std", "min", "max")},
+                                        },
+                                        required=("source", "members", "mean", "std", "min", "max"),
+                                        other=None,
+                                    ),
+                                },
+                                required=("published", "tolerance", "reason"),
+                                other=None,
+                            )
+                        ),
                     },
+                    required=("function", "statistic", "label", "unit", "models"),
                     other=None,
                 )
             )

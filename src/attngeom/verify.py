@@ -69,6 +69,8 @@ def run_verify(
         robust, robust_inputs = robustness.measure(listing, models, plain, claims)
         results = {**compute_results(models, companion_runs, plain), "robustness": robust}
     rows = judge.judge_all(results, tier, ev.scope, ev.stopped_after, claims)
+    if ev.scope == "truncated" and ev.stopped_after is not None:
+        warnings += judge.separation_notes(ev.stopped_after)
     inputs = {**hashes, **{p: sha256_file(p) for p in [*robust_inputs, companion_runs] if p not in hashes}}
     doc = Report(
         summary=judge.summarise(rows),

@@ -1,0 +1,170 @@
+"""`bands`: the intermediate-step bands of expected/rerun.json grounded in a measured ensemble.
+
+A rerun on other hardware is another trajectory of the same training, so the band a stopped run is
+judged with at a telemetry step must hold the spread of such trajectories. An ensemble
+(`rerun --members K`, kept by `summary` in expected/measured/) measures it; this command derives,
+for every model the ensemble covers at that step, the band centred on the published value that
+
+    covers the published value and every member, plus a margin of one standard deviation of the
+    members (ddof 1), rounded up to two significant digits,
+
+and prints it beside the band in force; `--judge SUMMARY` judges the runs a summary file keeps again
+with the derived bands (on the statistics the summary holds); `--write FILE` writes the rerun.json
+with the derived bands.
+A model without an ensemble keeps its band. The ensemble's values go into the band
+(`ensemble`: members, mean, std, min, max, source), so that the report shows a run beside them
+without reading expected/measured/.
+
+    ./reproduce.sh bands expected/measured/ensemble-step1200.json --step 1200 [--write expected/rerun.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+from decimal import ROUND_CEILING, Decimal
+from pathlib import Path
+
+from attngeom import expected, schema
+from attngeom.errors import InputError
+from attngeom.files import shown, write_json_atomic
+
+MARGIN = "one standard deviation of the members"
+
+
+def round_up(x: float, digits: int = 2) -> float:
+    """`x` rounded up to `digits` significant digits (0 stays 0), in decimal so that it is never below `x`."""
+    if x <= 0:
+        return 0.0
+    d = Decimal(x)  # the float's exact value
+    return float(d.quantize(Decimal(1).scaleb(d.adjusted() - digits + 1), rounding=ROUND_CEILING))
+
+
+def tolerance(members: list[float], published: float) -> float:
+    """The half-width of the band: the farthest member from the published value, plus one standard deviation."""
+    n = len(members)
+    mean = sum(members) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in members) / (n - 1))
+    return round_up(max(abs(v - published) for v in members) + std)
+
+
+def ensembles_at(doc: dict, step: int) -> dict[str, dict[str, dict]]:
+    """The spread of every model's ensemble at `step` in a summary file: model -> statistic -> spread.
+
+    A model two ensembles cover is refused: their members 0 are the same trajectory."""
+    out: dict[str, dict[str, dict]] = {}
+    for name, run in doc["runs"].items():
+        for model, by_statistic in run.get("ensemble", {}).get("statistics", {}).items():
+            variant, seed = model.rsplit("_s", 1)
+            if seed != "0":
+                continue
+            if variant in out:
+                raise InputError(f"two ensembles of {variant}, one of them {name}: keep one per model")
+            out[variant] = {s: by_step[str(step)] for s, by_step in by_statistic.items() if str(step) in by_step}
+    return out
+
+
+def derive(rerun_doc: dict, summary_doc: dict, step: int, source: str) -> dict:
+    """rerun.json with the bands at `step` of every model the ensembles cover (at least 2 members) re-derived."""
+    doc = copy.deepcopy(rerun_doc)
+    bands = doc["steps"].get(str(step))
+    if bands is None:
+        raise InputError(f"rerun.json has no bands at step {step}")
+    spreads = ensembles_at(summary_doc, step)
+    for band in bands.values():
+        for model, one in band["models"].items():
+            spread = spreads.get(model, {}).get(band["statistic"])
+            if spread is None or len(spread["members"]) < 2:
+                continue
+            members, published = spread["members"], one["published"]
+            t = tolerance(members, published)
+            one["tolerance"] = t
+            one["ensemble"] = {"source": source, "members": members} | {
+                k: spread[k] for k in ("mean", "std", "min", "max")
+            }
+            one["reason"] = (
+                f"the spread of {len(members)} trajectories of this run on one CPU ({source}: members "
+                f"{min(members):g} to {max(members):g}, published {published:g}): the band covers the published value "
+                f"and every member, plus {MARGIN} ({spread['std']:.2g}), rounded up to two significant digits"
+            )
+    return doc
+
+
+def overlaps(band: dict) -> list[tuple[str, str]]:
+    """The pairs of models the posts compare (the band's `separates`) whose bands overlap: a run inside
+    both could not tell the two apart, so the comparison is not shown by the bands."""
+    spans = {m: (b["published"] - b["tolerance"], b["published"] + b["tolerance"]) for m, b in band["models"].items()}
+    return [
+        (a, b)
+        for a, b in band.get("separates", [])
+        if a in spans and b in spans and spans[a][0] <= spans[b][1] and spans[b][0] <= spans[a][1]
+    ]
+
+
+def judge_summaries(doc: dict, rerun_doc: dict, step: int) -> list[tuple[str, str, str, float, float, float, bool]]:
+    """The runs a summary file keeps (ensembles' members included), judged again on their statistics at
+    `step` with the bands of `rerun_doc`: (run, model, statistic, value, published, tolerance, inside)."""
+    out = []
+    bands = rerun_doc["steps"].get(str(step), {})
+    for name, run in doc["runs"].items():
+        members = run.get("members", {name: run})
+        for label, one in members.items():
+            who = name if label == name else f"{name} {label}"
+            for model, entry in one.get("statistics", {}).items():
+                variant, seed = model.rsplit("_s", 1)
+                for statistic, band in bands.items():
+                    value = entry["run"].get(band["statistic"], {}).get(str(step))
+                    if seed != "0" or variant not in band["models"] or value is None:
+                        continue
+                    b = band["models"][variant]
+                    inside = abs(value - b["published"]) <= b["tolerance"]
+                    out.append((who, variant, statistic, value, b["published"], b["tolerance"], inside))
+    return out
+
+
+def run_bands(args: argparse.Namespace) -> int:
+    """Print the derived bands beside those in force; write them with --write."""
+    summary_doc = schema.read_json(args.ensemble, schema.SUMMARY_JSON)
+    path = expected.EXPECTED_DIR / "rerun.json"
+    current = schema.read_json(path, schema.RERUN_JSON)
+    source = shown(args.source or args.ensemble)
+    new = derive(current, summary_doc, args.step, source)
+    for name, band in new["steps"][str(args.step)].items():
+        for model, one in band["models"].items():
+            before = current["steps"][str(args.step)][name]["models"][model]["tolerance"]
+            how = "ensemble" if "ensemble" in one else "kept (no ensemble)"
+            print(
+                f"step {args.step} {name:10} {model:8} published {one['published']:<10g} ± {before:g} -> ± {one['tolerance']:g} ({how})"
+            )
+        for a, b in overlaps(band):
+            print(f"step {args.step} {name}: the bands of {a} and {b} overlap")
+    for file in args.judge or []:
+        for who, model, name, value, published, t, inside in judge_summaries(
+            schema.read_json(file, schema.SUMMARY_JSON), new, args.step
+        ):
+            verdict = "PASS" if inside else "FAIL"
+            print(
+                f"{shown(file)}: {who} {model} {name} at {args.step}: {value:g} against {published:g} ± {t:g}: {verdict}"
+            )
+    if args.write:
+        write_json_atomic(args.write, new)
+        print(f"written: {shown(args.write)}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the `bands` subcommand."""
+    p = sub.add_parser("bands", help="derive rerun.json's intermediate-step bands from a measured ensemble")
+    p.add_argument("ensemble", type=Path, help="a summary file holding ensembles (`summary ENS ... --out FILE`)")
+    p.add_argument("--step", type=int, default=1200, help="the telemetry step whose bands are derived (default 1200)")
+    p.add_argument("--source", help="how the reason names the file (default: the path given)")
+    p.add_argument(
+        "--judge",
+        type=Path,
+        action="append",
+        metavar="SUMMARY",
+        help="judge the runs a summary file keeps again with the derived bands (repeatable)",
+    )
+    p.add_argument("--write", type=Path, metavar="FILE", help="write the rerun.json with the derived bands to FILE")
+    p.set_defaults(func=run_bands)

@@ -1,0 +1,122 @@
+"""Bands derived from an ensemble: they cover the published value and every member, and judge like any band."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from attngeom import bands, cli, ensemble, expected, html_report, judge, report, schema
+
+VALUES = st.floats(-1e4, 1e4, allow_nan=False)
+
+
+@given(st.floats(1e-9, 1e9))
+def test_round_up_keeps_two_significant_digits_and_never_rounds_down(x):
+    r = bands.round_up(x)
+    assert x <= r <= x * 1.1 + 1e-12
+    digits = f"{r:.6e}".split("e")[0].replace(".", "").rstrip("0")
+    assert len(digits) <= 2
+
+
+@given(st.lists(VALUES, min_size=2, max_size=12), VALUES)
+def test_the_tolerance_covers_the_published_value_and_every_member(members, published):
+    t = bands.tolerance(members, published)
+    assert all(abs(v - published) <= t for v in members)
+
+
+def _summary(members: dict[str, list[float]], step: int = 1200) -> dict:
+    """A summary file holding one ensemble per variant, as `summary ENS --out FILE` writes it."""
+    runs = {}
+    for variant, values in members.items():
+        spread = ensemble.spread(values, None)
+        runs[f"ens-{variant}"] = {
+            "ensemble": {"statistics": {f"{variant}_s0": {"distinct_winners": {str(step): spread}}}}
+        }
+    return {"what": "", "runs": runs}
+
+
+def _current() -> dict:
+    return schema.read_json(expected.EXPECTED_DIR / "rerun.json", schema.RERUN_JSON)
+
+
+def test_a_derived_band_covers_every_member_and_one_moved_outside_it_fails():
+    members = [47.4, 49.1, 50.2, 52.6]
+    new = bands.derive(_current(), _summary({"yat_b": members}), 1200, "expected/measured/x.json")
+    band = new["steps"]["1200"]["occupancy"]["models"]["yat_b"]
+    published, t = band["published"], band["tolerance"]
+    assert band["ensemble"]["members"] == members and "expected/measured/x.json" in band["reason"]
+    how = judge.Judgement(published, "abs", t, band["reason"])
+    assert all(judge.passes(v, how) for v in members)
+    farthest = max(members, key=lambda v: abs(v - published))
+    moved = published + (t + 0.01) * (1 if farthest > published else -1)
+    assert not judge.passes(moved, how)  # the member moved just outside the band: the verdict flips
+    kept = new["steps"]["1200"]["occupancy"]["models"]["softmax"]
+    assert kept == _current()["steps"]["1200"]["occupancy"]["models"]["softmax"]  # no ensemble: the band stays
+    assert new["steps"]["1200"]["entropy"] == _current()["steps"]["1200"]["entropy"]
+    schema.check(new, schema.RERUN_JSON, "derived")
+
+
+def test_an_ensemble_of_one_member_or_two_of_one_model_derives_nothing():
+    one = bands.derive(_current(), _summary({"yat_b": [50.0]}), 1200, "x")
+    assert one == _current()
+    doc = _summary({"yat_b": [1.0, 2.0]})
+    doc["runs"]["again"] = copy.deepcopy(doc["runs"]["ens-yat_b"])
+    with pytest.raises(Exception, match="two ensembles of yat_b"):
+        bands.derive(_current(), doc, 1200, "x")
+
+
+def test_overlaps_name_only_the_pairs_the_posts_compare():
+    band = {
+        "separates": [["softmax", "yat_b"]],
+        "models": {
+            "softmax": {"published": 65.0, "tolerance": 2.0},
+            "yat_b": {"published": 51.0, "tolerance": 2.0},
+            "goat_v": {"published": 66.0, "tolerance": 2.0},
+        },
+    }
+    assert bands.overlaps(band) == []  # softmax and goat_v overlap, but the posts do not compare them
+    band["models"]["yat_b"]["tolerance"] = 12.0
+    assert bands.overlaps(band) == [("softmax", "yat_b")]
+
+
+def test_the_bands_command_prints_and_writes_the_derived_bands(tmp_path, capsys):
+    summary = tmp_path / "ensemble.json"
+    summary.write_text(json.dumps(_summary({"yat_b": [47.4, 49.1, 50.2, 52.6]})))
+    out = tmp_path / "rerun.json"
+    assert cli.main(["bands", str(summary), "--source", "expected/measured/x.json", "--write", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "yat_b    published 51.0417    ± 2 -> ± 5.9 (ensemble)" in printed
+    written = schema.read_json(out, schema.RERUN_JSON)
+    assert written["steps"]["1200"]["occupancy"]["models"]["yat_b"]["tolerance"] == 5.9
+    assert cli.main(["bands", str(tmp_path / "missing.json")]) == 2
+
+
+def test_the_report_shows_a_stopped_run_beside_its_ensemble():
+    ens = {"source": "expected/measured/x.json", "members": [47.4, 49.1, 50.2], "mean": 48.9, "std": 1.4}
+    row = {
+        "id": "step1200.yat_b.occupancy",
+        "claim": "yat_b: distinct winners at step 1200",
+        "measured": "46.9",
+        "measured_value": 46.9,
+        "expected": "51.04 ± 5.1",
+        "ensemble": ens | {"min": 47.4, "max": 50.2, "published": 51.0417},
+    }
+    lines = report.ensemble_lines([row])
+    assert "| 3: 47.4 to 50.2 (48.9 ± 1.4) | **no** |" in lines[2] and "51.0417" in lines[2]
+    page = html_report._ensemble({"claims": [row]})
+    assert 'data-claim="step1200.yat_b.occupancy"' in page and page.count("<circle") == 4
+    assert "<title>published: 51.04</title>" in page and "<title>this run: 46.9</title>" in page
+    assert html_report._ensemble({"claims": [{**row, "ensemble": None} | {"id": "x"}][:0]}) == ""
+
+
+def test_the_committed_step_1200_reruns_are_judged_again_on_their_summaries():
+    kept = schema.read_json(expected.REPO / "expected" / "measured" / "paper-step1200.json", schema.SUMMARY_JSON)
+    before = {(m, s): inside for _, m, s, *_, inside in bands.judge_summaries(kept, _current(), 1200)}
+    assert len(before) == 6 and not before["yat_b", "occupancy"] and before["softmax", "occupancy"]
+    wider = bands.derive(_current(), _summary({"yat_b": [47.0, 48.5, 50.0, 51.5]}), 1200, "x")
+    after = {(m, s): inside for _, m, s, *_, inside in bands.judge_summaries(kept, wider, 1200)}
+    assert after["yat_b", "occupancy"] and after.keys() == before.keys()

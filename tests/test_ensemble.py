@@ -1,0 +1,125 @@
+"""The ensemble: perturbation by one ulp, the spread, and `rerun --members K` end to end on the smoke preset."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from trained_runs import same_as_the_whole_run
+
+from attngeom import cli, ensemble
+from attngeom.training import runs, train
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(-(2.0**100), 2.0**100, width=32), min_size=1, max_size=50), st.integers(1, 1000))
+def test_a_member_moves_every_parameter_by_one_ulp_with_signs_of_its_own(values, member):
+    params = {"a": np.array(values, np.float32), "b": {"c": np.array(values[::-1], np.float32)}}
+    moved = train.perturb(params, member)
+    for before, after in ((params["a"], moved["a"]), (params["b"]["c"], moved["b"]["c"])):
+        after = np.asarray(after)
+        assert after.dtype == np.float32
+        up, down = np.nextafter(before, np.float32(np.inf)), np.nextafter(before, np.float32(-np.inf))
+        assert np.all((after == up) | (after == down))  # the neighbouring float32, never further
+    again = train.perturb(params, member)
+    assert all(np.array_equal(x, y) for x, y in zip(np.asarray(moved["a"]), np.asarray(again["a"])))
+    assert train.perturb(params, 0) is params
+
+
+def test_different_members_draw_different_signs():
+    params = {"w": np.ones(256, np.float32)}
+    ups = [np.asarray(train.perturb(params, m)["w"]) > 1 for m in (1, 2)]
+    assert 64 < ups[0].sum() < 192 and not np.array_equal(ups[0], ups[1])
+
+
+@given(st.lists(st.floats(-1e3, 1e3), min_size=1, max_size=8), st.floats(-1e3, 1e3))
+def test_the_spread_says_where_the_published_value_stands(values, published):
+    s = ensemble.spread(values, published)
+    assert s["min"] <= s["mean"] + 1e-9 and s["mean"] <= s["max"] + 1e-9
+    assert s["published_inside"] == (min(values) <= published <= max(values))
+    assert s["std"] >= 0 and (len(set(values)) > 1 or s["std"] == 0)
+    assert s["members"] == values and s["min"] == min(values) and s["max"] == max(values)
+    assert "published" not in ensemble.spread(values, None)
+
+
+def _restore_device_settings(monkeypatch):
+    for name in ("XLA_FLAGS", "CUDA_VISIBLE_DEVICES", "JAX_DEFAULT_MATMUL_PRECISION"):
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
+
+
+def _interrupt_member(monkeypatch, member: int, step: int):
+    """Ctrl-C once, in `member`'s training, after the chunk at `step` is logged."""
+    real = train.train_variant
+    fired = []
+
+    def train_variant(v, seed, cfg, corpus, on_steps, **kwargs):
+        def stop(first, losses):
+            on_steps(first, losses)
+            if cfg.member == member and first >= step and not fired:
+                fired.append(first)
+                raise KeyboardInterrupt
+
+        return real(v, seed, cfg, corpus, on_steps=stop, **kwargs)
+
+    monkeypatch.setattr(train, "train_variant", train_variant)
+
+
+def _losses(member: Path) -> list[float]:
+    return [json.loads(line)["loss"] for line in (member / runs.TRAIN_LOG).read_text().splitlines()]
+
+
+@pytest.mark.slow
+def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_and_resumes(
+    smoke_runs, tmp_path, monkeypatch, capsys
+):
+    _restore_device_settings(monkeypatch)
+    opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "yat_b", "--members", "3", "--quiet"]
+    whole = tmp_path / "whole"
+    assert cli.main([*opts, "--out", str(whole)]) == 0
+    doc = ensemble.read(whole)
+    assert [r["state"] for r in doc["member_runs"].values()] == ["complete"] * 3
+    assert [runs.require_complete(ensemble.member_dir(whole, m))["config"]["train"]["member"] for m in range(3)] == [
+        0,
+        1,
+        2,
+    ]
+    # member 0 is the plain rerun, bit for bit: the session's run of seed 1 holds the same bundles and log
+    same_as_the_whole_run(smoke_runs["default"].path, ensemble.member_dir(whole, 0), ("yat_b",), 1)
+    losses = [_losses(ensemble.member_dir(whole, m)) for m in range(3)]
+    assert len({tuple(x) for x in losses}) == 3  # three trajectories
+    last = doc["statistics"]["yat_b_s1"]["validation_loss"]["60"]
+    assert last["member_ids"] == [0, 1, 2] and len(set(last["members"])) == 3 and last["std"] > 0
+    assert "published" not in last  # a smoke run is not set beside the published paper run
+    assert set(doc["statistics"]["yat_b_s1"]["final"]) >= {"distinct_winners_last", "reconstruction_max_abs"}
+
+    cut = tmp_path / "cut"
+    with monkeypatch.context() as m:
+        _interrupt_member(m, member=1, step=23)
+        assert cli.main([*opts, "--out", str(cut)]) == 130
+    states = [r["state"] for r in ensemble.read(cut)["member_runs"].values()]
+    assert states == ["complete", "unfinished", "not started"]  # what finished is kept
+    capsys.readouterr()
+    assert cli.main(["rerun", "--resume", str(cut), "--quiet"]) == 0
+    assert "yat_b seed 1: resuming after step 20" in capsys.readouterr().out
+    for m in range(3):
+        same_as_the_whole_run(ensemble.member_dir(whole, m), ensemble.member_dir(cut, m), ("yat_b",), 1)
+    assert ensemble.read(cut)["statistics"] == doc["statistics"]
+    assert cli.main(["rerun", "--resume", str(cut), "--quiet"]) == 0  # nothing left to do: every member complete
+
+
+def test_bad_ensemble_options_are_one_line_errors(tmp_path, monkeypatch, capsys):
+    _restore_device_settings(monkeypatch)
+    assert cli.main(["rerun", "--preset", "smoke", "--members", "1", "--out", str(tmp_path / "e")]) == 2
+    assert "--members: from 2 to" in capsys.readouterr().err
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / ensemble.SUMMARY).write_text("{}")
+    assert cli.main(["rerun", "--resume", str(tmp_path / "bad")]) == 2
+    assert "ensemble.json" in capsys.readouterr().err
