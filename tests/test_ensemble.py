@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trained_runs import same_as_the_whole_run
+from trained_runs import restore_device_settings, same_as_the_whole_run
 
 from attngeom import cli, ensemble
 from attngeom.training import runs, train
@@ -47,14 +46,6 @@ def test_the_spread_says_where_the_published_value_stands(values, published):
     assert "published" not in ensemble.spread(values, None)
 
 
-def _restore_device_settings(monkeypatch):
-    for name in ("XLA_FLAGS", "CUDA_VISIBLE_DEVICES", "JAX_DEFAULT_MATMUL_PRECISION"):
-        if name in os.environ:
-            monkeypatch.setenv(name, os.environ[name])
-        else:
-            monkeypatch.delenv(name, raising=False)
-
-
 def _interrupt_member(monkeypatch, member: int, step: int):
     """Ctrl-C once, in `member`'s training, after the chunk at `step` is logged."""
     real = train.train_variant
@@ -80,7 +71,7 @@ def _losses(member: Path) -> list[float]:
 def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_and_resumes(
     smoke_runs, tmp_path, monkeypatch, capsys
 ):
-    _restore_device_settings(monkeypatch)
+    restore_device_settings(monkeypatch)
     opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "yat_b", "--members", "3", "--quiet"]
     whole = tmp_path / "whole"
     assert cli.main([*opts, "--out", str(whole)]) == 0
@@ -116,7 +107,7 @@ def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_a
 
 
 def test_bad_ensemble_options_are_one_line_errors(tmp_path, monkeypatch, capsys):
-    _restore_device_settings(monkeypatch)
+    restore_device_settings(monkeypatch)
     assert cli.main(["rerun", "--preset", "smoke", "--members", "1", "--out", str(tmp_path / "e")]) == 2
     assert "--members: from 2 to" in capsys.readouterr().err
     (tmp_path / "bad").mkdir()

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from trained_runs import SMOKE_SEEDS, XLA_ISAS, same_as_the_whole_run
+from trained_runs import SMOKE_SEEDS, XLA_ISAS, restore_device_settings, same_as_the_whole_run
 
 from attngeom import bundles, cli, rerun, schema
 from attngeom.bundles import RUN_JSON, load_models
@@ -20,15 +20,6 @@ from attngeom.training import config, device, runs, train
 from attngeom.variants import BUNDLES, PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _restore_device_settings(monkeypatch):
-    """`rerun` sets these for its process; give them back after an in-process call."""
-    for name in ("XLA_FLAGS", "CUDA_VISIBLE_DEVICES", "JAX_DEFAULT_MATMUL_PRECISION"):
-        if name in os.environ:
-            monkeypatch.setenv(name, os.environ[name])
-        else:
-            monkeypatch.delenv(name, raising=False)
 
 
 def test_preset_names_match_the_presets():
@@ -105,7 +96,7 @@ def test_rerun_bundles_have_the_original_format(smoke_run, published_root):
 
 
 def test_an_interrupted_rerun_stays_incomplete_and_is_not_written_over(tmp_path, monkeypatch, capsys):
-    _restore_device_settings(monkeypatch)
+    restore_device_settings(monkeypatch)
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -138,7 +129,7 @@ def _interrupt_at(monkeypatch, variant: str, step: int):
 
 @pytest.mark.slow
 def test_a_resumed_rerun_writes_the_bundles_of_an_uninterrupted_one(smoke_run, tmp_path, monkeypatch, capsys):
-    _restore_device_settings(monkeypatch)
+    restore_device_settings(monkeypatch)
     opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "softmax,yat_b", "--quiet"]
     with monkeypatch.context() as m:
         _interrupt_at(m, "yat_b", 23)  # steps 23..39 logged, the last checkpoint at 20
@@ -152,7 +143,7 @@ def test_a_resumed_rerun_writes_the_bundles_of_an_uninterrupted_one(smoke_run, t
 
 
 def test_only_a_run_folder_can_be_resumed(tmp_path, monkeypatch, capsys):
-    _restore_device_settings(monkeypatch)
+    restore_device_settings(monkeypatch)
     assert cli.main(["rerun", "--resume", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "manifest" in err and err.count("\n") == 1
@@ -175,7 +166,7 @@ def test_only_a_run_folder_can_be_resumed(tmp_path, monkeypatch, capsys):
     ],
 )
 def test_bad_options_are_one_line_errors(tmp_path, monkeypatch, capsys, args, message):
-    _restore_device_settings(monkeypatch)
+    restore_device_settings(monkeypatch)
     assert cli.main(["rerun", "--preset", "smoke", "--out", str(tmp_path / "r"), *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
@@ -204,7 +195,7 @@ def test_rerun_records_the_maps_on_more_windows(smoke_run):
 
 @pytest.mark.slow
 def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(smoke_run, tmp_path, monkeypatch, capsys):
-    _restore_device_settings(monkeypatch)
+    restore_device_settings(monkeypatch)
     opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "yat_b", "--quiet"]
     assert cli.main([*opts, "--stop-after", "30", "--out", str(tmp_path / "cut")]) == 0
     cut = runs.require_complete(tmp_path / "cut")
@@ -240,7 +231,7 @@ def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(smoke_run, t
 
 
 def test_an_interrupted_verification_leaves_the_run_incomplete_and_resume_judges_it(tmp_path, monkeypatch, capsys):
-    _restore_device_settings(monkeypatch)
+    restore_device_settings(monkeypatch)
     out = tmp_path / "run"
 
     def interrupted(*args, **kwargs):
@@ -268,7 +259,7 @@ def interrupted_run(tmp_path_factory) -> Path:
     """A smoke run of softmax interrupted after its checkpoint at step 20."""
     out = tmp_path_factory.mktemp("interrupted") / "run"
     with pytest.MonkeyPatch.context() as m:
-        _restore_device_settings(m)
+        restore_device_settings(m)
         _interrupt_at(m, "softmax", 23)
         opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "softmax", "--windows", "2", "--quiet"]
         assert cli.main([*opts, "--out", str(out)]) == 130
@@ -301,7 +292,7 @@ CORRUPTIONS = {
 def test_a_damaged_checkpoint_is_one_error_and_keeps_the_runs_record(
     interrupted_run, tmp_path, monkeypatch, capsys, corrupt
 ):
-    _restore_device_settings(monkeypatch)
+    restore_device_settings(monkeypatch)
     out = tmp_path / "run"
     shutil.copytree(interrupted_run, out)
     before = (out / runs.MANIFEST).read_text()

@@ -91,3 +91,12 @@ def same_as_the_whole_run(whole: Path, part: Path, variants: tuple[str, ...], se
         for f in (whole, part)
     ]
     assert [line for line in logged[0] if json.loads(line)["variant"] in variants] == logged[1]  # no step twice
+
+
+def restore_device_settings(monkeypatch):
+    """`rerun` sets these for its process; give them back after an in-process call."""
+    for name in ("XLA_FLAGS", "CUDA_VISIBLE_DEVICES", "JAX_DEFAULT_MATMUL_PRECISION"):
+        if name in os.environ:
+            monkeypatch.setenv(name, os.environ[name])
+        else:
+            monkeypatch.delenv(name, raising=False)
