@@ -90,6 +90,12 @@ def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_a
     assert last["member_ids"] == [0, 1, 2] and len(set(last["members"])) == 3 and last["std"] > 0
     assert "published" not in last  # a smoke run is not set beside the published paper run
     assert set(doc["statistics"]["yat_b_s1"]["final"]) >= {"distinct_winners_last", "reconstruction_max_abs"}
+    kept = tmp_path / "kept.json"
+    assert cli.main(["summary", str(whole), "--out", str(kept)]) == 0
+    summary = json.loads(kept.read_text())["runs"]["whole"]
+    assert summary["ensemble"]["statistics"] == doc["statistics"]
+    assert sorted(summary["members"]) == ["member-0", "member-1", "member-2"]
+    assert all(m["verdict"]["verdict"] == "PASS" for m in summary["members"].values())
 
     cut = tmp_path / "cut"
     with monkeypatch.context() as m:
