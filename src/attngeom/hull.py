@@ -22,7 +22,7 @@ _MARGIN = 1e-9
 
 def certified_vertices(k_NTD: np.ndarray) -> np.ndarray:
     """True where a key is the strict unique maximiser of a certifying functional: (N, T)."""
-    k = k_NTD.astype(np.float64)
+    k = k_NTD.astype(np.float64, copy=False)
     k_NDT = k.swapaxes(-1, -2)
     gram_NTT = k @ k_NDT
     certified = np.zeros(k.shape[:-1], dtype=bool)

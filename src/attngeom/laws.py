@@ -25,7 +25,7 @@ def dots(q_NTD: np.ndarray, k_NSD: np.ndarray) -> np.ndarray:
     """All query-key dot products, in float64: (..., T, S)."""
     # einsum, not matmul: on 2 busy cores a multi-threaded BLAS took 30x longer on these small batched
     # products (0.3 s against 0.01 s a call); idle, matmul is only 3x faster.
-    return np.einsum("...td,...sd->...ts", q_NTD.astype(np.float64), k_NSD.astype(np.float64))
+    return np.einsum("...td,...sd->...ts", q_NTD.astype(np.float64, copy=False), k_NSD.astype(np.float64, copy=False))
 
 
 def kernel(dots_NTS, qq_NT, kk_NS, b_N, eps_N, t: float = 1.0) -> np.ndarray:
