@@ -9,6 +9,7 @@ import pytest
 from bundle_tools import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz, stop_after
 
 from attngeom import bundles, expected, fetch, judge, results
+from attngeom.variants import PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
 # Quotes the measurements contradict (see the report's reasons): judged FAIL, not tuned away.
@@ -60,7 +61,7 @@ def test_published_values_exactly(published_run):
     assert r["softmax"]["occupancy_by_step"]["11999"] * 128 * 24 == pytest.approx(1735)
     assert r["yat_b"]["occupancy_by_step"]["0"] * 128 * 24 == pytest.approx(739)
     assert r["yat_b"]["occupancy_by_step"]["11999"] * 128 * 24 == pytest.approx(1295)
-    assert [r[m]["keys_inside_hull"] for m in r] == [0, 0, 0]
+    assert all(r[m]["keys_inside_hull"] == 0 for m in r) and tuple(r) == PUBLISHED
     assert r["yat_b"]["reconstruction_max_abs"] == pytest.approx(3.7961e-4, abs=1e-8)
     assert r["softmax"]["census_head"]["distinct_by_step"] == {"0": 17, "1200": 71, "6000": 73, "11999": 73}
     assert r["yat_b"]["census_head"]["distinct_by_step"] == {"0": 25, "1200": 40, "6000": 36, "11999": 43}
@@ -82,7 +83,10 @@ def test_report_files(published_run):
     for claim in report["claims"]:
         assert f"`{claim['id']}`" in md
     prov = report["provenance"]
-    assert len(prov["inputs"]) == 9 and all(len(v) == 64 for v in prov["inputs"].values())
+    # each model's attn and geom, each bundle's run JSON, the companion's runs
+    assert len(prov["inputs"]) == 2 * len(PUBLISHED) + len(fetch.PUBLISHED_BUNDLES) + 1 and all(
+        len(v) == 64 for v in prov["inputs"].values()
+    )
     assert set(prov["expected_sha256"]) >= {"claims.json", "rerun.json"}
     assert {"numpy", "scipy", "python"} <= set(prov["versions"])
 
