@@ -122,3 +122,11 @@ def test_the_laws_read_from_float16_bits_and_exact_sums_match_the_float64_copy(a
     else:
         with pytest.raises(InputError, match=want):
             arrays.check_attention("a", "m", attn, strict, kernel)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan, -np.nan])
+def test_float16_finiteness_read_from_the_exponent_bits(bad):
+    edges = np.array([65504, -65504, 0.0, -0.0, 2.0**-24, -(2.0**-24), 1.0], np.float16)  # finite extremes
+    arrays.check_array("a", "q", edges, (None,), "f16")
+    with pytest.raises(InputError, match="holds NaN or inf"):
+        arrays.check_array("a", "q", np.append(edges, np.float16(bad)), (None,), "f16")

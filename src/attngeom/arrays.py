@@ -100,7 +100,8 @@ def check_array(path: Path, key: str, arr: np.ndarray, shape: tuple, kind: str) 
     Finite, because every float the bundles hold is finite in a valid run: attention weights lie in
     [0, 1], and q, k are the float32 activations of a model whose training loss was finite, rounded to
     float16 (|x| <= 65504; a larger value becomes inf, which this format cannot hold and no statistic
-    can use, so such a file is refused, saying why).
+    can use, so such a file is refused, saying why). A float16 is inf or NaN exactly when its five
+    exponent bits (0x7C00) are all set, which is read from the bits without a float conversion.
     """
     if arr.ndim != len(shape) or any(want is not None and got != want for got, want in zip(arr.shape, shape)):
         want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
@@ -109,7 +110,7 @@ def check_array(path: Path, key: str, arr: np.ndarray, shape: tuple, kind: str) 
         raise InputError(f"{path}: '{key}' has dtype {arr.dtype}, expected float16")
     if kind == "int" and arr.dtype.kind not in "iu":
         raise InputError(f"{path}: '{key}' has dtype {arr.dtype}, expected integers")
-    if kind == "f16" and not np.isfinite(arr).all():
+    if kind == "f16" and (np.bitwise_and(arr.view(np.uint16), 0x7C00) == 0x7C00).any():
         raise InputError(f"{path}: '{key}' holds NaN or inf (float16 holds finite values up to 65504)")
 
 
