@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bundle_tools import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz, stop_after
+from bundle_tools import GOAT, QK, add_windows, copy_published, edit_run, npz_array, rewrite_npz, stop_after
 
 from attngeom import bundles, expected, fetch, judge, results
 from attngeom.variants import PUBLISHED
@@ -74,6 +74,25 @@ def test_published_values_exactly(published_run):
             "keys_total",
             "per_head",
         } <= set(m)
+
+
+def test_a_whole_verify_with_windows_loads_no_jax(published_root, tmp_path):
+    """Beside a training run, verify's only threads are BLAS's, held to one: no XLA, not even imported, through
+    the statistics of every window (the test_config checks cover its imports)."""
+    root = copy_published(published_root, tmp_path / "b")
+    add_windows(bundles.load_model(root / QK, "softmax"), 2)
+    code = (
+        "import sys; from pathlib import Path; from attngeom import verify; "
+        f"verify.run_verify(Path({str(root)!r}), Path({str(tmp_path / 'out')!r}), variants=('softmax', 'yat_b')); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'flax', 'optax')))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (
+        "window" in json.loads((tmp_path / "out" / "results.json").read_text())["robustness"]["softmax"]["files"]["0"]
+    )
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_report_files(published_run):
