@@ -5,7 +5,9 @@ three models, report written), (b) the same stage on a copy of the bundles with 
 per model (the test suite's windows writer: window 0 the fixed window, the others its keys and
 queries in shuffled positions), against (a) as the baseline, and (c) the hull census of all three
 models, compared with the baseline of the author's analysis, one HiGHS linear program per key,
-run in the same process on the same keys (with identical results asserted).
+run in the same process on the same keys (with identical results asserted). The census is timed
+on one BLAS thread, as the verify stage runs it (verify.BLAS_THREADS): beside a busy process, a
+threaded BLAS made it 17x slower (0.16 s against 0.009 s on layer 0's keys).
 
     ./reproduce.sh bench verify [--quick]   # or, in the environment: python bench/bench_verify.py
 
@@ -24,6 +26,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
@@ -82,7 +85,8 @@ def main() -> int:
             for _ in range(args.runs)
         ]
         t_verify, t_windows = (statistics.median(p[i] for p in pairs) for i in (0, 1))
-    t_hull, ours = median_time(lambda: [hull.inside_hull(k) for k in keys], args.runs)
+    with threadpool_limits(limits=1, user_api="blas"):  # as in the verify stage
+        t_hull, ours = median_time(lambda: [hull.inside_hull(k) for k in keys], args.runs)
 
     print(f"verify stage (3 models, all claims, report): median {t_verify:.3f} s over {args.runs} runs")
     print(

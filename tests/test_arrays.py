@@ -7,8 +7,11 @@ import zipfile
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays as np_arrays
 
-from attngeom import arrays
+from attngeom import arrays, laws
 from attngeom.errors import InputError
 
 
@@ -83,3 +86,47 @@ def test_a_kernel_row_of_tiny_mass_sums_below_one_and_only_softmax_refuses_it():
     arrays.check_attention("a", "m", maps, strict=False, kernel=None)
     with pytest.raises(InputError, match="row 0 of layer 0, head 0 sums to 0.96, expected 1"):
         arrays.check_attention("a", "m", maps, strict=False, kernel=False)
+
+
+def _straightforward(attn: np.ndarray, strict: bool, kernel: bool | None) -> str | None:
+    """The row laws on a float64 copy of the maps, as first written: the problem's words, or None."""
+    T = attn.shape[-1]
+    if (attn < 0).any():
+        return "negative"
+    if (attn[..., ~laws.available_TT(T, strict)] != 0).any():
+        return "cannot see"
+    sums = attn.astype(np.float64).sum(-1)
+    lo = np.zeros(T) if kernel is not False else np.ones(T)
+    if strict:
+        lo[0] = 0.0
+    return "sums to" if (np.maximum(lo - T * 2.0**-12 - sums, sums - 1 - T * 2.0**-12) > 0).any() else None
+
+
+# rows near the laws' edges: exact zeros, -0.0, a few negatives, weights summing near 1 +- the tolerance
+weights = st.sampled_from([0.0, -0.0, 0.0, 1 / 3, 0.25, 0.5, 0.999, 1.0, 2.0**-24, -(2.0**-24), 0.0625, 0.0634])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    attn=np_arrays(np.float16, (2, 1, 4, 4), elements=weights),
+    strict=st.booleans(),
+    kernel=st.sampled_from([False, True, None]),
+    masked=st.booleans(),
+)
+def test_the_laws_read_from_float16_bits_and_exact_sums_match_the_float64_copy(attn, strict, kernel, masked):
+    if masked:  # mostly valid masks, so the sums are reached
+        attn = np.where(laws.available_TT(4, strict), attn, np.float16(0))
+    want = _straightforward(attn, strict, kernel)
+    if want is None:
+        arrays.check_attention("a", "m", attn, strict, kernel)
+    else:
+        with pytest.raises(InputError, match=want):
+            arrays.check_attention("a", "m", attn, strict, kernel)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan, -np.nan])
+def test_float16_finiteness_read_from_the_exponent_bits(bad):
+    edges = np.array([65504, -65504, 0.0, -0.0, 2.0**-24, -(2.0**-24), 1.0], np.float16)  # finite extremes
+    arrays.check_array("a", "q", edges, (None,), "f16")
+    with pytest.raises(InputError, match="holds NaN or inf"):
+        arrays.check_array("a", "q", np.append(edges, np.float16(bad)), (None,), "f16")

@@ -237,11 +237,11 @@ def test_two_verifies_in_the_worst_interleaving_leave_the_last_set(published_roo
 
     real, paused, other_done = html_report.write_html, threading.Event(), threading.Event()
 
-    def write_html(out_dir, report, results):
+    def write_html(out_dir, report, results, figures=None):
         if report["bundles"] == str(published_root):
             paused.set()
             assert other_done.wait(600)
-        return real(out_dir, report, results)
+        return real(out_dir, report, results, figures)
 
     monkeypatch.setattr(html_report, "write_html", write_html)
     out = tmp_path / "out"

@@ -6,6 +6,7 @@ from bundle_tools import QK, copy_published, stop_after
 
 from attngeom import bundles, evidence, verify
 from attngeom.errors import InputError
+from attngeom.fetch import PUBLISHED_BUNDLES
 from attngeom.variants import PUBLISHED
 
 
@@ -84,7 +85,7 @@ def test_another_configuration_without_manifest_judges_only_what_holds_at_any_si
 def test_an_explicit_tier_that_disagrees_is_a_warning(published_root):
     models = bundles.load_models(published_root)
     _, tier, warnings, hashes = verify.judge_evidence(published_root, models, "rerun")
-    assert tier == "rerun" and len(hashes) == 8
+    assert tier == "rerun" and len(hashes) == 2 * len(PUBLISHED) + len(PUBLISHED_BUNDLES)  # attn, geom; run JSONs
     assert len(warnings) == 1 and warnings[0].startswith("--tier rerun overrides the published tier")
     assert verify.judge_evidence(published_root, models, "published")[2] == []
 

@@ -118,6 +118,12 @@ def test_figures_embedded_when_present(tmp_path: Path):
     page = html_report.render(tmp_path, _report(), RESULTS)
     assert page.count("data:image/gif;base64,") == 1
     assert all(t in page for t in ("Hull crossing", "the orange body", '<div class="counters">0.0 %</div>'))
+    given = [
+        {"file": "a.gif", "title": "Territory", "caption": ""},
+        {"file": "gone.gif", "title": "Gone", "caption": ""},
+    ]
+    page = html_report.render(tmp_path, _report(), RESULTS, given)  # entries the caller read: not read again
+    assert page.count("data:image/gif;base64,") == 1 and "Territory" in page and "Hull crossing" not in page
 
 
 def test_claims_file_round_trip(tmp_path: Path):

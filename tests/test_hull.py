@@ -38,3 +38,12 @@ def test_points_on_a_sphere_are_all_vertices_and_a_mixture_is_inside(dim, seed):
     inside = hull.inside_hull(with_mixture[None])[0]
     assert not inside[:-1].any()
     assert inside[-1]
+
+
+def test_certificates_in_blocks_of_one_head_give_the_census_of_one_batch(monkeypatch):
+    rng = np.random.default_rng(3)
+    k = rng.normal(size=(5, 12, 3))  # low dimension: keys inside, certified and Frank-Wolfe ones
+    whole = hull.inside_hull(k)
+    monkeypatch.setattr(hull.blocks, "BLOCK_BYTES", 1)
+    np.testing.assert_array_equal(hull.inside_hull(k), whole)
+    assert whole.any() and not whole.all()

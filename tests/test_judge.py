@@ -4,6 +4,7 @@ import pytest
 
 from attngeom import claims, expected, judge
 from attngeom.judge import Judgement, passes
+from attngeom.variants import PUBLISHED
 
 
 @pytest.mark.parametrize(
@@ -118,11 +119,11 @@ def test_skip_only_for_an_absent_model_and_a_typo_is_an_internal_error(monkeypat
 def test_every_model_argument_names_a_model_and_nothing_else_does():
     for e in expected.load_claims():
         named = judge.models_needed(e)
-        assert all(m in ("softmax", "yat_b", "goat_v") for m in named), e["id"]
+        assert all(m in PUBLISHED for m in named), e["id"]
         others = {k: v for k, v in e["args"].items() if k not in claims.MODEL_ARGS}
         if "runs_json" in others:  # the companion's mechanisms, named as in its runs file, are not bundle models
             others = {"runs_json": others["runs_json"]}
-        assert not {"softmax", "yat_b", "goat_v"} & set(map(str, others.values())), e["id"]
+        assert not set(PUBLISHED) & set(map(str, others.values())), e["id"]
         reads_bundles = (
             e["tier"] == "published bundles" and e["function"] != "setup_fact" and "runs_json" not in e["args"]
         )

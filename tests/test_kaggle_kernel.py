@@ -18,6 +18,7 @@ from attngeom.backends.kaggle_client import connect
 from attngeom.backends.kaggle_kernel import (
     CODE_FILE,
     GPU_LOCK,
+    KAGGLE_DIR,
     METADATA_FILE,
     OUTPUT_DIR,
     build_kernel,
@@ -42,9 +43,10 @@ def archive() -> bytes:
 
 def test_one_definition_per_original_bundle():
     defs = definitions()
+    assert set(defs) == {"attngeom-qk", "attngeom-goat"}
+    # the variants each kernel trains: the variants table's published ones of its bundle, in table order
     assert {name: d.variants for name, d in defs.items()} == {
-        "attngeom-qk": ("softmax", "yat_b"),
-        "attngeom-goat": ("goat_v",),
+        name: tuple(v for v in PUBLISHED if v in BUNDLES[name]) for name in defs
     }
     assert sorted(v for d in defs.values() for v in d.variants) == sorted(PUBLISHED)
     assert all(set(d.variants) <= set(BUNDLES[name]) for name, d in defs.items())  # where rerun writes them
@@ -53,6 +55,13 @@ def test_one_definition_per_original_bundle():
         assert meta["id"] == f"reviewer/{d.name}-s2" and meta["title"] == f"{d.name}-s2"
         assert (meta["language"], meta["kernel_type"], meta["code_file"]) == ("python", "script", CODE_FILE)
         assert meta["enable_gpu"] is True and meta["enable_internet"] is True and meta["is_private"] is True
+
+
+def test_the_definitions_name_no_variants_of_their_own():
+    """The variants table is the one list of what each bundle's kernel trains: no file beside it."""
+    for folder in KAGGLE_DIR.iterdir():
+        if folder.is_dir():
+            assert sorted(p.name for p in folder.iterdir()) == ["README.md", METADATA_FILE], folder.name
 
 
 def test_bad_username_is_refused():

@@ -36,3 +36,15 @@ def test_kernel_weights_rows_sum_to_one_where_keys_exist():
     np.testing.assert_allclose(w[:, 1:].sum(-1), 1.0, atol=1e-8)
     assert (w[:, 0] == 0).all()
     assert (w[:, laws.available_TT(6, True) == 0] == 0).all()
+
+
+def test_kernel_in_place_is_the_formula_in_its_order_bit_for_bit():
+    """laws.kernel's in-place passes give exactly (t d + b)^2 / (max(t^2 |q|^2 + |k|^2 - 2 t d, 0) + eps)."""
+    rng = np.random.default_rng(3)
+    q, k = rng.normal(size=(2, 3, 9, 4)), rng.normal(size=(2, 3, 9, 4))
+    b, eps = rng.uniform(0, 2, size=(2, 3)), rng.uniform(0, 1, size=(2, 3))
+    d, qq, kk = laws.dots(q, k), (q**2).sum(-1), (k**2).sum(-1)
+    for t in (0.25, 0.8, 1.0, 1.25, 4.0):
+        d2 = (t * t) * qq[..., :, None] + kk[..., None, :] - 2.0 * t * d
+        direct = (t * d + b[..., None, None]) ** 2 / (np.maximum(d2, 0.0) + eps[..., None, None])
+        np.testing.assert_array_equal(laws.kernel(d, qq, kk, b, eps, t), direct)

@@ -69,6 +69,29 @@ def test_the_window_axis_gives_the_same_values_window_by_window(judged):
         assert both[key].shape == (2,) and both[key] == pytest.approx(np.repeat(values, 2), abs=1e-12), key
 
 
+def test_windows_in_blocks_give_the_values_of_one_batch(judged, monkeypatch):
+    """Measures.blocks: three different windows, measured in blocks of one window each and all at once."""
+    model, _ = judged
+    rng = np.random.default_rng(2)
+    order_WT = np.stack([np.arange(T), *(rng.permutation(T) for _ in range(2))])
+    windowed = bundles.fixed_window_only(model)
+    shuffled = replace(
+        windowed,
+        tokens_T=np.repeat(windowed.tokens_T, 3, 0),
+        maps={s: np.repeat(m, 3, 0) for s, m in windowed.maps.items()},
+        q_LHTD=np.moveaxis(model.q_LHTD[:, :, order_WT], 2, 0),
+        k_LHTD=np.moveaxis(model.k_LHTD[:, :, order_WT], 2, 0),
+        attn_LHTT=np.repeat(windowed.attn_LHTT, 3, 0),
+    )
+    whole = statistics.on_every_window(statistics.Measures(shuffled))
+    monkeypatch.setattr(statistics.blocks, "BLOCK_BYTES", 1)
+    assert len(statistics.Measures(shuffled).blocks()) == 3
+    parts = statistics.on_every_window(statistics.Measures(shuffled))
+    assert parts.keys() == whole.keys()
+    for key, values in whole.items():
+        np.testing.assert_array_equal(parts[key], values, err_msg=key)
+
+
 def _twice(windowed: BundleModel) -> dict:
     """The per-window arrays of one-window evidence, on two identical windows."""
     return {

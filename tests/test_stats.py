@@ -87,3 +87,20 @@ def test_scale_sweep_reference_is_scale_one():
     run = {"best_val": 1.0, "b_learned": [[0.5]], "eps_learned": [[0.05]]}
     sweep = stats.scale_sweep(model(q, k, np.zeros((1, 1, 12, 12), np.float16), run, "yat_b"))
     assert len(sweep) == 41 and sweep[20] == 0.0
+
+
+@pytest.mark.parametrize("kernel", [False, True])
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("T", [3, 4, 5, 8, 13])
+def test_winners_by_row_bands_are_the_winners_of_the_whole_scores(kernel, strict, T):
+    """Scorer.winners skips the scores no upper row can see; ties included (integer q and k), it picks
+    the winners argmax picks on the whole masked scores, at every scale."""
+    rng = np.random.default_rng(T)
+    for q, k in (
+        (rng.normal(size=(3, 2, T, 4)), rng.normal(size=(3, 2, T, 4))),
+        (rng.integers(-1, 2, size=(3, 2, T, 2)).astype(float), rng.integers(-1, 2, size=(3, 2, T, 2)).astype(float)),
+    ):
+        b, eps = (rng.uniform(0.1, 1, size=(2,)), rng.uniform(0.1, 1, size=(2,))) if kernel else (None, None)
+        score = stats.Scorer(np.einsum("...td,...sd->...ts", q, k), (q * q).sum(-1), (k * k).sum(-1), b, eps)
+        for t in (0.5, 1.0, 4.0):
+            np.testing.assert_array_equal(score.winners(t, strict), stats.winners(score(t), strict))

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bundle_tools import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz, stop_after
+from bundle_tools import GOAT, QK, add_windows, copy_published, edit_run, npz_array, rewrite_npz, stop_after
 
 from attngeom import bundles, expected, fetch, judge, results
+from attngeom.variants import PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
 # Quotes the measurements contradict (see the report's reasons): judged FAIL, not tuned away.
@@ -60,7 +61,7 @@ def test_published_values_exactly(published_run):
     assert r["softmax"]["occupancy_by_step"]["11999"] * 128 * 24 == pytest.approx(1735)
     assert r["yat_b"]["occupancy_by_step"]["0"] * 128 * 24 == pytest.approx(739)
     assert r["yat_b"]["occupancy_by_step"]["11999"] * 128 * 24 == pytest.approx(1295)
-    assert [r[m]["keys_inside_hull"] for m in r] == [0, 0, 0]
+    assert all(r[m]["keys_inside_hull"] == 0 for m in r) and tuple(r) == PUBLISHED
     assert r["yat_b"]["reconstruction_max_abs"] == pytest.approx(3.7961e-4, abs=1e-8)
     assert r["softmax"]["census_head"]["distinct_by_step"] == {"0": 17, "1200": 71, "6000": 73, "11999": 73}
     assert r["yat_b"]["census_head"]["distinct_by_step"] == {"0": 25, "1200": 40, "6000": 36, "11999": 43}
@@ -75,6 +76,25 @@ def test_published_values_exactly(published_run):
         } <= set(m)
 
 
+def test_a_whole_verify_with_windows_loads_no_jax(published_root, tmp_path):
+    """Beside a training run, verify's only threads are BLAS's, held to one: no XLA, not even imported, through
+    the statistics of every window (the test_config checks cover its imports)."""
+    root = copy_published(published_root, tmp_path / "b")
+    add_windows(bundles.load_model(root / QK, "softmax"), 2)
+    code = (
+        "import sys; from pathlib import Path; from attngeom import verify; "
+        f"verify.run_verify(Path({str(root)!r}), Path({str(tmp_path / 'out')!r}), variants=('softmax', 'yat_b')); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'flax', 'optax')))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (
+        "window" in json.loads((tmp_path / "out" / "results.json").read_text())["robustness"]["softmax"]["files"]["0"]
+    )
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_report_files(published_run):
     _, out = published_run
     md = (out / "REPORT.md").read_text()
@@ -82,7 +102,10 @@ def test_report_files(published_run):
     for claim in report["claims"]:
         assert f"`{claim['id']}`" in md
     prov = report["provenance"]
-    assert len(prov["inputs"]) == 9 and all(len(v) == 64 for v in prov["inputs"].values())
+    # each model's attn and geom, each bundle's run JSON, the companion's runs
+    assert len(prov["inputs"]) == 2 * len(PUBLISHED) + len(fetch.PUBLISHED_BUNDLES) + 1 and all(
+        len(v) == 64 for v in prov["inputs"].values()
+    )
     assert set(prov["expected_sha256"]) >= {"claims.json", "rerun.json"}
     assert {"numpy", "scipy", "python"} <= set(prov["versions"])
 

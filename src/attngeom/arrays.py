@@ -100,7 +100,8 @@ def check_array(path: Path, key: str, arr: np.ndarray, shape: tuple, kind: str) 
     Finite, because every float the bundles hold is finite in a valid run: attention weights lie in
     [0, 1], and q, k are the float32 activations of a model whose training loss was finite, rounded to
     float16 (|x| <= 65504; a larger value becomes inf, which this format cannot hold and no statistic
-    can use, so such a file is refused, saying why).
+    can use, so such a file is refused, saying why). A float16 is inf or NaN exactly when its five
+    exponent bits (0x7C00) are all set, which is read from the bits without a float conversion.
     """
     if arr.ndim != len(shape) or any(want is not None and got != want for got, want in zip(arr.shape, shape)):
         want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
@@ -109,7 +110,7 @@ def check_array(path: Path, key: str, arr: np.ndarray, shape: tuple, kind: str) 
         raise InputError(f"{path}: '{key}' has dtype {arr.dtype}, expected float16")
     if kind == "int" and arr.dtype.kind not in "iu":
         raise InputError(f"{path}: '{key}' has dtype {arr.dtype}, expected integers")
-    if kind == "f16" and not np.isfinite(arr).all():
+    if kind == "f16" and (np.bitwise_and(arr.view(np.uint16), 0x7C00) == 0x7C00).any():
         raise InputError(f"{path}: '{key}' holds NaN or inf (float16 holds finite values up to 65504)")
 
 
@@ -135,15 +136,23 @@ def check_attention(path: Path, key: str, attn_LHTT: np.ndarray, strict: bool, k
     Weights are never negative. The tolerance is float16's: each of the T weights may be off by half
     an ulp of the largest value below 1 (2**-12), so a row may miss its sum by T * 2**-12; the float32
     normalisation adds a few 2**-24 at most. A masked zero stays exactly 0 in float16.
+
+    The maps are float16 (`check_array`), finite. The first two laws are read from float16's bits
+    (sign 0x8000, magnitude 0x7FFF): x < 0 exactly when the bits exceed 0x8000 (-0.0 is 0x8000), and
+    x != 0 exactly when the magnitude bits are not all 0. Row sums are taken in float64 straight from
+    float16, without a float64 copy of the maps: float16 values are multiples of 2**-24, so a sum of
+    T <= 2**13 of them, each at most 1, is exact in float64's 53 bits, in any order (a row holding a
+    larger one breaks the law in any order too).
     """
     T = attn_LHTT.shape[-1]
     tol = T * 2.0**-12
-    if (attn_LHTT < 0).any():
+    bits = attn_LHTT.view(np.uint16)
+    if (bits > 0x8000).any():
         raise InputError(f"{path}: '{key}' holds negative attention weights")
-    hidden_TT = ~laws.available_TT(T, strict)
-    if (attn_LHTT[..., hidden_TT] != 0).any():
+    hidden_TT = np.where(laws.available_TT(T, strict), 0, 0x7FFF).astype(np.uint16)
+    if np.bitwise_and(bits, hidden_TT).any():
         raise InputError(f"{path}: '{key}' gives weight to keys a row cannot see (the {_mask(strict)} mask)")
-    sums_LHT = attn_LHTT.astype(np.float64).sum(-1)
+    sums_LHT = attn_LHTT.sum(-1, dtype=np.float64)
     lo_T = np.zeros(T) if kernel is not False else np.ones(T)
     if strict:
         lo_T[0] = 0.0  # row 0 has no key: its weights were all checked to be 0 above

@@ -176,8 +176,8 @@ JOBS = {
 MODEL_JOBS = {"scale_sweep", "census"}
 
 
-def render_figures(models: dict[str, BundleModel], folder: Path, workers: int = 2) -> list[dict]:
-    """Render all six GIFs into `folder` (in parallel) and write figures.json beside them.
+def render_figures(models: dict[str, BundleModel], folder: Path, workers: int = 2) -> dict:
+    """Render all six GIFs into `folder` (in parallel) and write figures.json beside them; return it.
 
     figures.json also lists the sha256 of the bundle files drawn, so that a report judged on
     other bundles never shows these figures.
@@ -202,8 +202,9 @@ def render_figures(models: dict[str, BundleModel], folder: Path, workers: int = 
         }
         entries = [pending[job].get() for job in JOBS]
     inputs = sorted({sha256_file(p) for m in models.values() for p in m.files.values()})
-    write_json_atomic(folder / html_report.FIGURES_JSON, {"figures": entries, "inputs": inputs})
-    return entries
+    drawn = {"figures": entries, "inputs": inputs}
+    write_json_atomic(folder / html_report.FIGURES_JSON, drawn)
+    return drawn
 
 
 def _read_json(path: Path) -> dict:
@@ -229,18 +230,19 @@ def run_figures(args: argparse.Namespace) -> int:
 
     def write(folder: Path) -> None:
         nonlocal page
-        for e in render_figures(models, folder / html_report.FIGURES_DIR):
+        drawn = render_figures(models, folder / html_report.FIGURES_DIR)
+        for e in drawn["figures"]:
             print(f"{e['file']:<18} {e['bytes'] / 1e6:5.2f} MB  {e['seconds']:5.1f} s  {e.get('counters_text', '')}")
         report_path, results_path = folder / "report.json", folder / "results.json"
         if report_path.is_file() and results_path.is_file():
             doc = _read_json(report_path)
             judged = set(doc.get("provenance", {}).get("inputs", {}).values())
-            if not report_set.figures_inputs(folder) <= judged:
+            if not set(drawn["inputs"]) <= judged:
                 raise InputError(
                     f"{shown(out)} holds the report of other bundles; draw these figures into another --out "
                     f"or verify these bundles there first"
                 )
-            page = html_report.write_html(folder, doc, _read_json(results_path))
+            page = html_report.write_html(folder, doc, _read_json(results_path), drawn["figures"])
 
     report_set.write_set(out, {html_report.FIGURES_DIR, html_report.INDEX}, write)
     print(f"six figures in {time.perf_counter() - started:.1f} s under {shown(out / html_report.FIGURES_DIR)}")

@@ -257,14 +257,15 @@ def _figure_entries(folder: Path) -> list[dict]:
     """The figures' titles and captions from figures.json, else each GIF under its file name."""
     meta = folder / FIGURES_JSON
     if meta.is_file():
-        entries = schema.read_json(meta, schema.FIGURES_JSON)["figures"]
-        return [e for e in entries if (folder / e["file"]).is_file()]
+        return schema.read_json(meta, schema.FIGURES_JSON)["figures"]
     return [{"file": p.name, "title": p.stem, "caption": ""} for p in sorted(folder.glob("*.gif"))]
 
 
-def _figures(out_dir: Path) -> str:
+def _figures(out_dir: Path, figures: list[dict] | None) -> str:
     folder = out_dir / FIGURES_DIR
-    entries = _figure_entries(folder) if folder.is_dir() else []
+    if figures is None:
+        figures = _figure_entries(folder) if folder.is_dir() else []
+    entries = [e for e in figures if (folder / e["file"]).is_file()]
     if not entries:
         return (
             '<h2 id="figures">Figures</h2><p>No figures in this folder yet: '
@@ -350,8 +351,9 @@ def _provenance(report: dict) -> str:
 <table id="inputs"><thead><tr><th>input</th><th>where it came from</th><th>sha256</th></tr></thead><tbody>{inputs}</tbody></table>"""
 
 
-def render(out_dir: Path, report: Report, results: Results) -> str:
-    """The whole page as a string."""
+def render(out_dir: Path, report: Report, results: Results, figures: list[dict] | None = None) -> str:
+    """The whole page as a string; `figures`: the entries of `out_dir/figures/figures.json` when the
+    caller has read them (None: read here)."""
     n_models = len(results.get("models", {}))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -370,17 +372,17 @@ def render(out_dir: Path, report: Report, results: Results) -> str:
 {_rerun(report)}
 {_ensemble(report)}
 {_robustness(results)}
-{_figures(Path(out_dir))}
+{_figures(Path(out_dir), figures)}
 {_territory()}
 {_provenance(report)}
 </body></html>
 """
 
 
-def write_html(out_dir: Path, report: Report, results: Results) -> Path:
-    """Write `out_dir/index.html` (figures embedded when `out_dir/figures/` holds them)."""
+def write_html(out_dir: Path, report: Report, results: Results, figures: list[dict] | None = None) -> Path:
+    """Write `out_dir/index.html` (figures embedded when `out_dir/figures/` holds them; `figures` as `render`)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / INDEX
-    write_atomic(path, render(out_dir, report, results))
+    write_atomic(path, render(out_dir, report, results, figures))
     return path

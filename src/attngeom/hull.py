@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linprog
 
+from attngeom import blocks
 from attngeom.errors import InputError
 
 _MARGIN = 1e-9
@@ -21,7 +22,7 @@ _MARGIN = 1e-9
 
 def certified_vertices(k_NTD: np.ndarray) -> np.ndarray:
     """True where a key is the strict unique maximiser of a certifying functional: (N, T)."""
-    k = k_NTD.astype(np.float64)
+    k = k_NTD.astype(np.float64, copy=False)
     k_NDT = k.swapaxes(-1, -2)
     gram_NTT = k @ k_NDT
     certified = np.zeros(k.shape[:-1], dtype=bool)
@@ -79,11 +80,13 @@ def inside_by_lp(keys_TD: np.ndarray, j: int) -> bool:
 
 
 def inside_hull(k_NTD: np.ndarray) -> np.ndarray:
-    """For every head and key, whether the key lies in the convex hull of the head's other keys."""
+    """For every head and key, whether the key lies in the convex hull of the head's other keys
+    (certificates on blocks of heads whose T x T products fit the cache, blocks.spans)."""
     k = k_NTD.astype(np.float64)
     flat = k.reshape(-1, *k.shape[-2:])
     inside = np.zeros(flat.shape[:2], dtype=bool)
-    todo = np.argwhere(~certified_vertices(flat))
+    certified = [certified_vertices(flat[span]) for span in blocks.spans(len(flat), flat.shape[1] ** 2 * 8)]
+    todo = np.argwhere(~np.concatenate(certified))
     todo = todo[~separated_by_frank_wolfe(flat, todo)]
     for n, j in todo:
         inside[n, j] = inside_by_lp(flat[n], j)

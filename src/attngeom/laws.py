@@ -25,23 +25,26 @@ def dots(q_NTD: np.ndarray, k_NSD: np.ndarray) -> np.ndarray:
     """All query-key dot products, in float64: (..., T, S)."""
     # einsum, not matmul: on 2 busy cores a multi-threaded BLAS took 30x longer on these small batched
     # products (0.3 s against 0.01 s a call); idle, matmul is only 3x faster.
-    return np.einsum("...td,...sd->...ts", q_NTD.astype(np.float64), k_NSD.astype(np.float64))
+    return np.einsum("...td,...sd->...ts", q_NTD.astype(np.float64, copy=False), k_NSD.astype(np.float64, copy=False))
 
 
 def kernel(dots_NTS, qq_NT, kk_NS, b_N, eps_N, t: float = 1.0) -> np.ndarray:
     """kappa with the query scaled by t, from dot products and squared norms.
 
-    `b_N` and `eps_N` broadcast against the leading axes (one scalar per head).
+    `b_N` and `eps_N` broadcast against the leading axes (one scalar per head); `dots_NTS` has the
+    result's shape, the squared norms `qq_NT`, `kk_NS` broadcast against it.
     """
     b = np.asarray(b_N, dtype=np.float64)[..., None, None]
     eps = np.asarray(eps_N, dtype=np.float64)[..., None, None]
-    # The same operations in the same order as (t d + b)^2 / (max(d2, 0) + eps), in place: the
-    # arrays are large (every window's heads at once).
+    # The same operations in the same order as (t d + b)^2 / (max(d2, 0) + eps), in place and in two
+    # arrays: they are large (a block of windows' heads), and each fresh one costs as much as a pass.
     d2 = (t * t) * qq_NT[..., :, None] + kk_NS[..., None, :]
-    d2 -= 2.0 * t * dots_NTS
+    num = np.multiply(dots_NTS, 2.0 * t)
+    d2 -= num
     np.maximum(d2, 0.0, out=d2)
     d2 += eps
-    num = t * dots_NTS + b
+    np.multiply(dots_NTS, t, out=num)
+    num += b
     num *= num
     num /= d2
     return num

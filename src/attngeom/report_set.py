@@ -47,25 +47,24 @@ def write_set(out: Path, renewed: set[str], write: Callable[[Path], None]) -> No
         raise InputError(f"{shown(out)}: cannot write the report there ({exc.strerror or exc})") from exc
 
 
-def figures_inputs(folder: Path) -> set[str]:
-    """sha256 of the bundle files the figures in `folder` were drawn from (empty: none or unreadable)."""
-    path = folder / html_report.FIGURES_DIR / html_report.FIGURES_JSON
+def drawn_figures(folder: Path) -> dict:
+    """The figures.json of the figures in `folder`: their entries and the sha256 of the bundle files
+    they were drawn from (empty: none, or unreadable)."""
     try:
-        doc = schema.read_json(path, schema.FIGURES_JSON)
+        return schema.read_json(folder / html_report.FIGURES_DIR / html_report.FIGURES_JSON, schema.FIGURES_JSON)
     except InputError:
-        return set()
-    return set(doc.get("inputs", []))
+        return {}
 
 
 def write_verified(out: Path, report: Report, results: Results) -> None:
-    """The set of a verification; figures of other bundles are left out of it."""
-    drawn = figures_inputs(Path(out))
-    stale = (
-        {html_report.FIGURES_DIR} if not drawn or not drawn <= set(report["provenance"]["inputs"].values()) else set()
-    )
+    """The set of a verification; figures of other bundles are left out of it. The old figures.json is
+    read once: whether its figures stay, and their titles on the page."""
+    drawn = drawn_figures(Path(out))
+    inputs = set(drawn.get("inputs", []))
+    kept = bool(inputs) and inputs <= set(report["provenance"]["inputs"].values())
 
     def write(folder: Path) -> None:
         write_report(folder, report, results)
-        html_report.write_html(folder, report, results)
+        html_report.write_html(folder, report, results, drawn["figures"] if kept else [])
 
-    write_set(out, REPORT_FILES | stale, write)
+    write_set(out, REPORT_FILES | (set() if kept else {html_report.FIGURES_DIR}), write)

@@ -4,9 +4,9 @@ A rerun may leave, beside each model's bundle files, `windows_{variant}_s{seed}.
 is bundles'); every seed with bundle files under the folder is read, and a seed without a
 windows file contributes its fixed window only.
 
-Each seed's windows are one `statistics.Measures`: every statistic is computed on all its windows
-at once (the stats functions broadcast over a leading window axis; the hull census certifies all
-heads of all windows in one batch before any linear program). Seed 0's window 0 is the fixed
+Each seed's windows are one `statistics.Measures`: every statistic is computed over a leading
+window axis, in blocks of windows that fit the cache (`Measures.blocks`; the hull census certifies
+all heads of all windows in one batch before any linear program). Seed 0's window 0 is the fixed
 window the claims judge, taken from the plain pass rather than computed again. Theorem counts
 are summed over every window and seed; measured statistics get their distribution over windows
 and over seeds. The rest is shown, not judged.

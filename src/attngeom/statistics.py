@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom import hull, stats
-from attngeom.bundles import BundleModel, fixed_window_only, load_model
+from attngeom import blocks, hull, stats
+from attngeom.bundles import BundleModel, fixed_window_only, load_model, window
 
 
 class Measures:
@@ -57,6 +57,22 @@ class Measures:
     def rows(self) -> int:
         """Scorable rows per head: T - 1 (causal) or T - 2 (strict)."""
         return self.window_size - 1 - int(self.model.strict)
+
+    def blocks(self) -> list[Measures]:
+        """The measures of consecutive blocks of windows, each within blocks.BLOCK_BYTES of float64
+        scores, sharing this model's census and sweep (computed on every window at once: the census
+        certifies every head of every window in one batch, the sweep is one head)."""
+        spans = blocks.spans(self.windows, self.heads * self.window_size**2 * 8)
+        if len(spans) == 1:
+            return [self]
+        inside_WLHT, sweep_SW = self.inside_WLHT, self.sweep_SW
+        parts = []
+        for span in spans:
+            part = Measures(window(self.model, span))
+            # where a cached_property keeps its value: the block's slices of the whole's arrays
+            part.__dict__.update(inside_WLHT=inside_WLHT[span], sweep_SW=sweep_SW[:, span])
+            parts.append(part)
+        return parts
 
     @property
     def steps(self) -> list[int]:
@@ -221,8 +237,12 @@ def applicable(model: BundleModel) -> dict[str, Statistic]:
 
 
 def on_every_window(measures: Measures) -> dict[str, np.ndarray]:
-    """Every applicable statistic on each window: key -> (W,)."""
-    return {key: np.asarray(s.per_window(measures)) for key, s in applicable(measures.model).items()}
+    """Every applicable statistic on each window: key -> (W,), computed block by block (Measures.blocks)."""
+    parts = measures.blocks()
+    return {
+        key: np.concatenate([np.asarray(s.per_window(part)) for part in parts])
+        for key, s in applicable(measures.model).items()
+    }
 
 
 def fixed_window(measures: Measures) -> dict[str, float | int]:

@@ -1,7 +1,8 @@
 """Kaggle kernel definitions (`kaggle/<bundle>/`) and the self-contained scripts built from them.
 
 A definition folder holds a `kernel-metadata.json` template (`{username}` and `{seed}` are
-filled in at build time) and a `run.json` naming the variants its bundle holds. The built
+filled in at build time); the variants its kernel trains are the published ones the variants
+table puts in its bundle (variants.VARIANTS_TABLE, the one list of them). The built
 script is the program in `kernel_main` followed by the run's settings and this package's own
 source, `expected/` and the hash-pinned CUDA lock as one base64 tar.gz, so the kernel trains
 with exactly the code of this checkout: it installs the lock with uv and `--require-hashes`
@@ -26,6 +27,7 @@ from attngeom.backends import kernel_main
 from attngeom.errors import InputError
 from attngeom.files import REPO
 from attngeom.training.config import PRESET_NAMES
+from attngeom.variants import PUBLISHED, variant
 
 KAGGLE_DIR = REPO / "kaggle"
 GPU_LOCK = REPO / "requirements-cuda.lock"  # also the Docker image's: the project's pins plus jax's CUDA 12 wheels
@@ -56,9 +58,11 @@ def definitions(root: Path = KAGGLE_DIR) -> dict[str, KernelDef]:
         folder = meta_path.parent
         try:
             metadata = json.loads(meta_path.read_text(encoding="utf-8"))
-            variants = tuple(json.loads((folder / "run.json").read_text(encoding="utf-8"))["variants"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(f"{folder}: unreadable kernel definition ({type(exc).__name__}: {exc})") from exc
+        variants = tuple(v for v in PUBLISHED if variant(v).bundle == folder.name)
+        if not variants:
+            raise InputError(f"{folder}: no published variant of the variants table is trained in bundle {folder.name}")
         found[folder.name] = KernelDef(folder.name, variants, metadata)
     if not found:
         raise InputError(f"{root}: no kernel definitions (*/{METADATA_FILE})")

@@ -1,0 +1,51 @@
+"""The report folder as one set: figures of the judged bundles stay, others go; figures.json is read once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from attngeom import html_report, report_set, schema
+
+DRAWN = "ab" * 32  # the sha256 of the bundle file the figures were drawn from
+ENTRY = {"file": "a.gif", "title": "Hull crossing", "caption": "the orange body"}
+
+
+@pytest.fixture
+def written(tmp_path, monkeypatch):
+    """A report folder with a figure of DRAWN's bundles; `write(inputs)` verifies bundles of those sha256
+    into it and says which files were parsed and which figure entries the page was given."""
+    out = tmp_path / "report"
+    (out / html_report.FIGURES_DIR).mkdir(parents=True)
+    (out / html_report.FIGURES_DIR / "a.gif").write_bytes(b"GIF89a")
+    meta = {"figures": [ENTRY], "inputs": [DRAWN]}
+    (out / html_report.FIGURES_DIR / html_report.FIGURES_JSON).write_text(json.dumps(meta), encoding="utf-8")
+    parsed, pages = [], []
+    read_json = schema.read_json
+    monkeypatch.setattr(
+        schema, "read_json", lambda path, *a, **k: parsed.append(Path(path).name) or read_json(path, *a, **k)
+    )
+    monkeypatch.setattr(report_set, "write_report", lambda folder, report, results: (folder / "REPORT.md").touch())
+    monkeypatch.setattr(html_report, "write_html", lambda folder, report, results, figures: pages.append(figures))
+
+    def write(inputs: list[str]) -> tuple[list[str], list]:
+        report_set.write_verified(out, {"provenance": {"inputs": {f"f{i}.npz": h for i, h in enumerate(inputs)}}}, {})
+        return parsed, pages
+
+    return out, write
+
+
+def test_figures_of_the_judged_bundles_stay_and_their_json_is_read_once(written):
+    out, write = written
+    parsed, pages = write([DRAWN, "cd" * 32])
+    assert parsed == [html_report.FIGURES_JSON] and pages == [[ENTRY]]
+    assert (out / html_report.FIGURES_DIR / "a.gif").is_file() and (out / "REPORT.md").is_file()
+
+
+def test_figures_of_other_bundles_are_left_out(written):
+    out, write = written
+    parsed, pages = write(["cd" * 32])
+    assert parsed == [html_report.FIGURES_JSON] and pages == [[]]
+    assert not (out / html_report.FIGURES_DIR).exists() and (out / "REPORT.md").is_file()
