@@ -10,6 +10,13 @@
 #
 #   bench/gpu_check.sh [OUTDIR]          results under $OUT if set, else OUTDIR
 #   bench/gpu_check.sh --smoke OUTDIR    every step, tiny (any machine; a test runs it on a CPU)
+#   bench/gpu_check.sh [--smoke] --ensemble OUTDIR
+#       instead: the ensemble of 4 members of each variant (paper preset, vmapped) in one command of
+#       at most ATTNGEOM_ENSEMBLE_S seconds (default 540): bench/gpu_budget.py sizes it from the FLOPs
+#       of the compiled step (the step to stop after, when the 12,000 do not fit), `rerun --time-limit`
+#       stops it in time to judge every member, and `timeout` ends it as a signal would; whatever
+#       stops it, OUTDIR/ensemble-paper.json holds what finished, and OUTDIR/ensemble/ carries on
+#       with `rerun --resume`. Its figures go into gpu_ensemble.json.
 #
 # A step that fails is recorded with its exit status and the next one still runs; the script's
 # own exit status is 0 when every step ran and passed, 1 when one failed or missed.
@@ -17,12 +24,21 @@ set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 smoke=0
-if [ "${1:-}" = "--smoke" ]; then smoke=1; shift; fi
+ensemble=0
+while [ "${1:-}" = "--smoke" ] || [ "${1:-}" = "--ensemble" ]; do
+  [ "$1" = "--smoke" ] && smoke=1
+  [ "$1" = "--ensemble" ] && ensemble=1
+  shift
+done
 out="${OUT:-${1:-}}"
-if [ -z "$out" ]; then echo "usage: bench/gpu_check.sh [--smoke] OUTDIR (or set OUT)" >&2; exit 2; fi
+if [ -z "$out" ]; then echo "usage: bench/gpu_check.sh [--smoke] [--ensemble] OUTDIR (or set OUT)" >&2; exit 2; fi
 mkdir -p "$out" || exit 2
 out="$(cd "$out" && pwd)"
 repro="$here/reproduce.sh"
+
+if [ "$ensemble" = 1 ]; then
+  exec "$here/bench/gpu_ensemble.sh" "$smoke" "$out"
+fi
 
 if [ "$smoke" = 1 ]; then
   fidelity_args=(--steps 1 --variants softmax)

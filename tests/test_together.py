@@ -87,3 +87,35 @@ def test_a_budget_stops_after_the_last_chunk_that_fits_and_saves_the_checkpoints
     assert [runs.checkpoint_step(c, TINY.steps) for c in ckpts] == [first, first]
     alone = train.train_variant("softmax", 0, TINY, corpus, budget_s=0.0)
     assert len(alone.losses) == train.chunk_plan(TINY)[0][1]
+
+
+def _members(ensemble) -> list[dict]:
+    return [runs.require_complete(ensemble / f"member-{m}") for m in (0, 1)]
+
+
+@pytest.mark.slow
+def test_a_time_limited_vmapped_ensemble_is_judged_and_resumes_to_the_uninterrupted_one(tmp_path, monkeypatch):
+    from test_rerun import _restore_device_settings, _same_files
+
+    from attngeom import cli
+
+    _restore_device_settings(monkeypatch)
+    opts = ["rerun", "--preset", "smoke", "--members", "2", "--members-mode", "together", "--variants", "yat_b"]
+    opts += ["--windows", "2", "--quiet"]
+    assert cli.main([*opts, "--out", str(tmp_path / "whole")]) == 0
+    assert cli.main([*opts, "--time-limit", "0.001", "--out", str(tmp_path / "cut")]) in (0, 1)
+    first = train.chunk_plan(config.PRESETS["smoke"])[0][1]
+    for manifest in _members(tmp_path / "cut"):  # the first chunk, judged as a run stopped there
+        assert manifest["stopped_after"] == first - 1 and manifest["config"]["train"]["stop_after"] == first - 1
+        assert "report/REPORT.md" in manifest["files"]
+    assert cli.main(["rerun", "--resume", str(tmp_path / "cut"), "--members-mode", "together", "--quiet"]) == 0
+    whole, cut = _members(tmp_path / "whole"), _members(tmp_path / "cut")
+    for m, (a, b) in enumerate(zip(whole, cut)):
+        assert b["stopped_after"] is None and a["config"] == b["config"] and a["config"]["train"]["member"] == m
+        names = [f"{kind}_yat_b_s0.npz" for kind in ("attn", "geom", "windows")]
+        _same_files(
+            tmp_path / "whole" / f"member-{m}" / "attngeom-qk", tmp_path / "cut" / f"member-{m}" / "attngeom-qk", names
+        )
+    with np.load(tmp_path / "whole" / "member-0" / "attngeom-qk" / "attn_yat_b_s0.npz") as a:
+        with np.load(tmp_path / "whole" / "member-1" / "attngeom-qk" / "attn_yat_b_s0.npz") as b:
+            assert not np.array_equal(a["step59"], b["step59"])  # the members are two trajectories
