@@ -3,11 +3,12 @@
 XLA's `cost_analysis()` of one training step (K members vmapped when K > 1) gives its FLOPs; at a
 GPU's float32 rate (`--tflops`, an H100/H200's 67 without tensor cores, as `highest` matmul
 precision asks) and an assumed fraction of it reached (`--efficiency`), the steps of every variant
-take an estimated time, to which each variant's compilation is added (`--compile-s`). Prints one
-JSON: the FLOPs per step of each variant, the estimated seconds of the whole schedule, and the step
-to stop after so that it fits in `--seconds` (null when all of it fits).
+take an estimated time, to which each variant's compilation is added (`--compile-s`). Writes one
+JSON (`--json FILE`): the FLOPs per step of each variant, the estimated seconds of the whole
+schedule, and the step to stop after so that it fits in `--seconds` (null when all of it fits); and
+prints the rerun's option that sizes it, `--stop-after STEP`, one word a line (nothing when it fits).
 
-    python bench/gpu_budget.py --seconds 300 --members 4 [--preset paper] [--variants softmax,yat_b,goat_v]
+    python bench/gpu_budget.py --seconds 300 --members 4 --json FILE [--preset paper] [--variants ...]
 
 bench/gpu_check.sh sizes its rerun and its ensemble with it; the run checks its own time as well
 (`rerun --time-limit`).
@@ -50,6 +51,7 @@ def main() -> int:
     parser.add_argument("--tflops", type=float, default=67.0, help="the GPU's float32 rate (default: H100/H200)")
     parser.add_argument("--efficiency", type=float, default=0.3, help="the fraction of it reached (default 0.3)")
     parser.add_argument("--compile-s", type=float, default=30.0, help="compilation per variant (default 30 s)")
+    parser.add_argument("--json", type=Path, required=True, metavar="FILE", help="where the estimate goes")
     args = parser.parse_args()
     if not (args.seconds > 0 and args.members >= 1 and args.tflops > 0 and 0 < args.efficiency <= 1):
         parser.error("--seconds, --tflops, --efficiency and --members: positive (efficiency at most 1)")
@@ -71,7 +73,9 @@ def main() -> int:
         "seconds": args.seconds,
         "stop_after": stop_after,
     }
-    print(json.dumps(doc))
+    args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    if stop_after is not None:
+        print(f"--stop-after\n{stop_after}")
     return 0
 
 

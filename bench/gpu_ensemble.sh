@@ -10,30 +10,26 @@ smoke="$1"
 out="$2"
 repro="$here/reproduce.sh"
 python="${ATTNGEOM_VENV:-$here/.venv}/bin/python"
-limit="${ATTNGEOM_ENSEMBLE_S:-540}"  # the whole command, seconds
 judge_s="${ATTNGEOM_JUDGE_S:-40}"    # judging one member's run, seconds (verify of three variants)
 variants=softmax,yat_b,goat_v
-if [ "$smoke" = 1 ]; then
-  preset=smoke members=2 windows=2
+if [ "$smoke" = 1 ]; then  # limit: the whole command, seconds
+  preset=smoke members=2 windows=2 limit="${ATTNGEOM_ENSEMBLE_S:-1800}"
 else
-  preset=paper members=4 windows="${ATTNGEOM_WINDOWS:-16}"
+  preset=paper members=4 windows="${ATTNGEOM_WINDOWS:-16}" limit="${ATTNGEOM_ENSEMBLE_S:-540}"
 fi
 start=$SECONDS
-left() { echo $((limit - (SECONDS - start) - $1)); }
+left() {  # left N: the seconds left once N more are kept, at least 1
+  local s=$((limit - (SECONDS - start) - $1))
+  echo $((s < 1 ? 1 : s))
+}
 
 train_s=$(left $((judge_s * members + 30)))
 echo "gpu_ensemble: sizing $members members of $variants ($preset) to train in $train_s s" >&2
-"$python" "$here/bench/gpu_budget.py" --seconds "$train_s" --members "$members" --preset "$preset" \
-  --variants "$variants" >"$out/ensemble_budget.json" 2>"$out/ensemble_budget.log"
-budget_rc=$?
-stop_after=$("$python" -c 'import json,sys; s=json.load(open(sys.argv[1]))["stop_after"]; print("" if s is None else s)' \
-  "$out/ensemble_budget.json" 2>/dev/null)
+mapfile -t sized < <("$python" "$here/bench/gpu_budget.py" --seconds "$train_s" --members "$members" \
+  --preset "$preset" --variants "$variants" --json "$out/ensemble_budget.json" 2>"$out/ensemble_budget.log")
 args=(rerun --preset "$preset" --members "$members" --members-mode together --variants "$variants")
-args+=(--windows "$windows" --preflight 0 --quiet --out "$out/ensemble")
-[ -n "$stop_after" ] && args+=(--stop-after "$stop_after")
-limit_s=$(left $((judge_s * members + 15)))
-[ "$limit_s" -lt 1 ] && limit_s=1
-args+=(--time-limit "$limit_s")
+args+=(--windows "$windows" --preflight 0 --quiet --out "$out/ensemble" "${sized[@]}")
+args+=(--time-limit "$(left $((judge_s * members + 15)))")  # the sizing took its time: measured again
 rm -rf "$out/ensemble"
 echo "gpu_ensemble: $repro ${args[*]}" >&2
 rerun_start=$SECONDS
@@ -43,12 +39,12 @@ rerun_s=$((SECONDS - rerun_start))
 tail -n 3 "$out/ensemble.log" >&2
 cp "$out/ensemble/ensemble.json" "$out/ensemble-$preset.json" 2>/dev/null
 
-"$python" - "$out" "$preset" "$budget_rc" "$rc" "$rerun_s" "$((SECONDS - start))" "$limit" <<'PY'
+"$python" - "$out" "$preset" "$rc" "$rerun_s" "$((SECONDS - start))" "$limit" <<'PY'
 import json, sys
 from pathlib import Path
 
 out, preset = Path(sys.argv[1]), sys.argv[2]
-budget_rc, rc, rerun_s, wall_s, limit = map(int, sys.argv[3:])
+rc, rerun_s, wall_s, limit = map(int, sys.argv[3:])
 try:
     ens = json.loads((out / f"ensemble-{preset}.json").read_text(encoding="utf-8"))
 except (OSError, ValueError):
@@ -56,7 +52,7 @@ except (OSError, ValueError):
 try:
     budget = json.loads((out / "ensemble_budget.json").read_text(encoding="utf-8"))
 except (OSError, ValueError):
-    budget = {"exit": budget_rc}
+    budget = None  # the estimate failed: ensemble_budget.log says why
 runs = ens["member_runs"] if ens else {}
 done = sorted(int(m) for m, r in runs.items() if r["state"] == "complete")
 doc = {

@@ -7,20 +7,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+import test_train
 
 from attngeom.training import config, data, runs, together, train
-from attngeom.training.config import ModelConfig
 from attngeom.training.fidelity import LOSS_RTOL
 
-TINY = config.TrainConfig(
-    model=ModelConfig(d_model=16, layers=2, heads=2, seq_len=16, d_ff=32),
-    batch=4,
-    steps=23,
-    eval_every=10,
-    val_batches=2,
-    chunk=4,
-    windows=2,
-)
+TINY = replace(test_train.TINY, windows=2)
 MEMBERS = (0, 1, 2)
 
 
