@@ -42,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
     args.deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
     if args.members is not None or (args.resume and ensemble.is_ensemble(args.resume)):
         return ensemble.run(args, run_one, run_together)
+    if args.members_mode is not None:
+        raise InputError("--members-mode: only for an ensemble (--members K, or --resume of an ensemble folder)")
     return run_one(args)
 
 
