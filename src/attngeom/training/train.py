@@ -14,6 +14,10 @@ batches of a step depend only on the step, so the result is that of an uninterru
 
 At every telemetry step the maps are taken on the fixed window (the bundles) and, with one
 vmapped probe, on W windows (the fixed one first).
+
+`train_group` runs that loop for a group of ensemble members of one variant and seed through an
+`Engine`: `single` (one member, the functions above as they are; `train_variant`) or
+`training.together.vmapped` (the members stacked and vmapped into one step).
 """
 
 from __future__ import annotations
