@@ -5,9 +5,12 @@ Both draw every batch on the host with the original seeds inside the timed regio
 the same initial model, and must produce identical losses. Prints steps/s per variant (median
 of --repeats timed runs of --steps steps, compilation excluded) and the ratio harness/baseline.
 
-    ./reproduce.sh bench train [--quick] [--json FILE]   # or, in the environment: python bench/bench_train.py
+    ./reproduce.sh bench train [--quick] [--members K] [--json FILE]   # or: python bench/bench_train.py
 
 --quick: the smoke preset (a minute on 2 CPU cores); the default is the paper preset.
+--members K: also K ensemble members one after another against the K trained together (one vmapped
+step, `training.together`): member-steps/s of each (median of the repeats) and the ratio, the number
+`rerun --members` chooses its default mode by (together on a GPU, one after another on a CPU).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -27,7 +31,8 @@ from flax import nnx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from attngeom.cli import Parser, entry
-from attngeom.training import config, data, train
+from attngeom.training import config, data, together, train
+from attngeom.training.fidelity import LOSS_RTOL
 from attngeom.training.model import build
 
 
@@ -76,6 +81,37 @@ def harness(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: i
     return losses, rates
 
 
+def members(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int, k: int):
+    """K members one after another and K together: (each member's first loss, member-steps/s of each run), by mode."""
+    graphdef, eval_graphdef, tx, _ = train.init_state(variant, cfg, seed=0)
+    engines = {"sequential": train.single, "together": together.vmapped}
+    groups = {"sequential": [[m] for m in range(k)], "together": [list(range(k))]}
+
+    def fresh(engine: train.Engine, group: list[int]):
+        return engine.stack([train.init_state(variant, replace(cfg, member=m), seed=0)[3] for m in group])
+
+    losses, rates = {}, {}
+    for mode, engine_of in engines.items():
+        engine = engine_of(graphdef, eval_graphdef, tx)
+        x_IBT, y_IBT, _ = train.chunk_batches(corpus, cfg, 0, 0, 1)
+        inactive = np.zeros(cfg.chunk, bool)
+        jax.block_until_ready(engine.chunk(fresh(engine, groups[mode][0]), x_IBT, y_IBT, inactive))  # compile
+        rates[mode], firsts = [], []
+        for _ in range(repeats):
+            states = [fresh(engine, group) for group in groups[mode]]
+            t0 = time.perf_counter()
+            for state in states:
+                for first in range(0, steps, cfg.chunk):
+                    n = min(cfg.chunk, steps - first)
+                    state, loss = engine.chunk(state, *train.chunk_batches(corpus, cfg, 0, first, n))
+                    if first == 0:
+                        firsts.append(np.asarray(loss).reshape(-1, cfg.chunk)[:, 0])
+                jax.block_until_ready(state)
+            rates[mode].append(k * steps / (time.perf_counter() - t0))
+        losses[mode] = np.concatenate(firsts[: len(groups[mode])])
+    return losses, rates
+
+
 def main() -> int:
     parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the smoke preset, 20 steps (about a minute on a CPU)")
@@ -84,6 +120,9 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20, help="timed steps per run")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per method (the median is reported)")
     parser.add_argument("--chunk", type=int, help="harness steps per device call (default: the preset's)")
+    parser.add_argument(
+        "--members", type=int, metavar="K", help="also K ensemble members: one after another vs together"
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     preset = args.preset or ("smoke" if args.quick else "paper")
@@ -109,6 +148,24 @@ def main() -> int:
             "ratio": ours / base,
             "identical_losses": identical,
         }
+    if args.members is not None and args.members < 2:
+        parser.error("--members: at least 2")
+    ensemble = {}
+    if args.members:
+        print(
+            f"{'variant':8} {'one after another':>17} {'together':>16} {'ratio':>6}  member-steps/s, K={args.members}"
+        )
+    for variant in args.variants.split(",") if args.members else []:
+        first, rates = members(variant, cfg, corpus, args.steps, args.repeats, args.members)
+        seq, tog = statistics.median(rates["sequential"]), statistics.median(rates["together"])
+        agree = bool(np.allclose(first["together"], first["sequential"], rtol=LOSS_RTOL, atol=0))
+        print(f"{variant:8} {seq:17.2f} {tog:16.2f} {tog / seq:6.2f}  first losses {'agree' if agree else 'DIFFER'}")
+        ensemble[variant] = {
+            "sequential_member_steps_per_s": seq,
+            "together_member_steps_per_s": tog,
+            "ratio": tog / seq,
+            "first_losses_within_tolerance": agree,
+        }
     if args.json:
         doc = {
             "device": {"platform": device.platform, "kind": device.device_kind},
@@ -118,6 +175,8 @@ def main() -> int:
             "chunk": cfg.chunk,
             "variants": figures,
         }
+        if args.members:
+            doc["members"] = {"k": args.members, "variants": ensemble}
         args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return 0
 

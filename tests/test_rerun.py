@@ -163,6 +163,9 @@ def test_only_a_run_folder_can_be_resumed(tmp_path, monkeypatch, capsys):
         (["--steps", "20", "--stop-after", "30"], "--stop-after: a step from 1 to 18"),
         (["--stop-after", "x"], "--stop-after"),
         (["--windows", "0"], "--windows"),
+        (["--time-limit", "0"], "--time-limit: a positive number"),
+        (["--members", "2", "--members-mode", "sequential", "--time-limit", "5"], "--time-limit: only for members"),
+        (["--members-mode", "together"], "--members-mode: only for an ensemble"),
     ],
 )
 def test_bad_options_are_one_line_errors(tmp_path, monkeypatch, capsys, args, message):

@@ -10,7 +10,9 @@ schedule, telemetry steps, windows, `--stop-after`, `--resume`, locks and manife
     ENS/member-<m>/          one rerun folder per member: bundles, manifest, log, report
 
 Members train one after another, each judged by verify into its own report, and ensemble.json is
-rewritten after each one, so that a stopped ensemble keeps what it finished; `--resume ENS` starts
+rewritten after each one, so that a stopped ensemble keeps what it finished; or, with
+`--members-mode together` (the default on a GPU), all at once, one vmapped step per variant and seed
+(`training.together`), each then judged alone as well; `--resume ENS` starts
 the members not yet begun and continues the unfinished ones (and, once every member is complete and
 stopped early, carries all of them on to the full schedule).
 
@@ -145,9 +147,30 @@ def new_plan(args: argparse.Namespace) -> dict:
     }
 
 
-def run(args: argparse.Namespace, run_member: Callable[[argparse.Namespace, rerun.Plan | None], int]) -> int:
-    """Train (or carry on) every member with `run_member(args, plan)` (the rerun command), then summarise;
-    the exit status is the worst of the members' verifications."""
+MODES = ("together", "sequential")
+
+
+def together(args: argparse.Namespace) -> bool:
+    """Whether the members train together (`--members-mode`; by default on a GPU, not on a CPU, where
+    `bench train --members` measures one after another as faster)."""
+    if args.members_mode is None:
+        from attngeom.training.device_probe import check_device
+
+        args.members_mode = "sequential" if check_device() == "cpu" else "together"
+    if args.members_mode == "sequential" and args.time_limit is not None:
+        raise InputError("--time-limit: only for members trained together (--members-mode together)")
+    return args.members_mode == "together"
+
+
+def run(
+    args: argparse.Namespace,
+    run_member: Callable[[argparse.Namespace, rerun.Plan | None], int],
+    run_together: Callable[[list[tuple[argparse.Namespace, rerun.Plan]]], int],
+) -> int:
+    """Train (or carry on) every member with `run_member(args, plan)` (the rerun command), or all of them
+    at once with `run_together([(args, plan), ...])`, then summarise; the exit status is the worst of the
+    members' verifications."""
+    at_once = together(args)
     if args.resume:
         ensemble = args.resume
         plan = {k: v for k, v in read(ensemble).items() if k in ("what", "members", "config")}
@@ -159,15 +182,31 @@ def run(args: argparse.Namespace, run_member: Callable[[argparse.Namespace, reru
     base = rerun.Plan.from_manifest(plan["config"], Path(ensemble) / SUMMARY)
     states = [_state(member_dir(ensemble, m)) for m in range(plan["members"])]
     carry_on = all(s == "stopped" for s in states)
+    jobs = [
+        (
+            argparse.Namespace(
+                **{
+                    **vars(args),
+                    "out": member_dir(ensemble, m),
+                    "resume": None if state == "new" else member_dir(ensemble, m),
+                }
+            ),
+            replace(base, cfg=replace(base.cfg, member=m)),
+        )
+        for m, state in enumerate(states)
+        if not (state == "complete" or (state == "stopped" and not carry_on))
+    ]
     status = 0
-    for m, state in enumerate(states):
-        if state == "complete" or (state == "stopped" and not carry_on):
-            continue
-        print(f"member {m} of {plan['members']}")
-        folder = member_dir(ensemble, m)
-        member_args = argparse.Namespace(**{**vars(args), "out": folder, "resume": None if state == "new" else folder})
+    if at_once and jobs:
+        print(f"members {', '.join(str(p.cfg.member) for _, p in jobs)} of {plan['members']}, trained together")
         try:
-            status = max(status, run_member(member_args, replace(base, cfg=replace(base.cfg, member=m))))
+            status = run_together(jobs)
+        finally:
+            write_summary(ensemble, plan)
+    for member_args, member_plan in [] if at_once else jobs:
+        print(f"member {member_plan.cfg.member} of {plan['members']}")
+        try:
+            status = max(status, run_member(member_args, member_plan))
         finally:
             write_summary(ensemble, plan)  # what finished is kept, whatever stops the next member
     doc = read(ensemble)

@@ -10,9 +10,13 @@ commands (`kaggle run`, `docker run rerun`), which run this one on their machine
 from __future__ import annotations
 
 import argparse
+import shutil
+import time
+from dataclasses import replace
 from pathlib import Path
 
 from attngeom import ensemble
+from attngeom.errors import InputError
 from attngeom.options import list_of, step_count, subcommand, variants_option
 from attngeom.options import seed as seed_option
 from attngeom.training import rerun, runs
@@ -33,8 +37,13 @@ def judge(folder: runs.RunFolder, plan: rerun.Plan) -> tuple[int, dict]:
 
 def run(args: argparse.Namespace) -> int:
     """One run, or an ensemble of them (`--members K`, or `--resume` of an ensemble folder)."""
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise InputError("--time-limit: a positive number of seconds")
+    args.deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
     if args.members is not None or (args.resume and ensemble.is_ensemble(args.resume)):
-        return ensemble.run(args, run_one)
+        return ensemble.run(args, run_one, run_together)
+    if args.members_mode is not None:
+        raise InputError("--members-mode: only for an ensemble (--members K, or --resume of an ensemble folder)")
     return run_one(args)
 
 
@@ -49,16 +58,63 @@ def run_one(args: argparse.Namespace, plan: rerun.Plan | None = None) -> int:
             from attngeom.training.fidelity import run_preflight
 
             run_preflight(folder, plan.variants, args.preflight)
-        walls = rerun.train_bundles(folder, plan.cfg, corpus, plan.variants, plan.seeds, args.quiet)
-        folder.update(variant_wall_s=walls)
-        status, verified = judge(folder, plan)
-        rerun.finish(folder, plan, **verified)
-        return status
+        cfg, walls = rerun.train_bundles(
+            [folder], plan.cfg, corpus, plan.variants, plan.seeds, args.quiet, deadline=args.deadline
+        )
+        return _judge_and_finish(folder, replace(plan, cfg=cfg), walls[0])
     except BaseException as exc:
         folder.fail(exc)
         raise
     finally:
         folder.release()
+
+
+def run_together(jobs: list[tuple[argparse.Namespace, rerun.Plan]]) -> int:
+    """Ensemble members `(args, plan)` trained together (`training.together`), each then verified alone
+    into its own folder; the exit status is the worst verification's."""
+    rerun.prepare_device()
+    opened: list[tuple[runs.RunFolder, rerun.Plan, object]] = []
+    try:
+        for member_args, member_plan in jobs:
+            opened.append(rerun.open_folder(member_args, member_plan))
+            print(f"run folder: {opened[-1][0].path}")
+        folders, plans = [o[0] for o in opened], [o[1] for o in opened]
+        if len({replace(p, cfg=replace(p.cfg, member=0)) for p in plans}) > 1:
+            raise InputError("the members' runs differ in configuration; train them with --members-mode sequential")
+        new = [f for (a, _), f in zip(jobs, folders) if not a.resume]
+        if new:
+            from attngeom.training.fidelity import FIDELITY_JSON, run_preflight
+
+            run_preflight(new[0], plans[0].variants, jobs[0][0].preflight)  # once: the members share the device
+            for folder in new[1:]:
+                if (new[0].path / FIDELITY_JSON).is_file():
+                    shutil.copy2(new[0].path / FIDELITY_JSON, folder.path / FIDELITY_JSON)
+                folder.update(**{k: v for k, v in new[0].manifest.items() if k == "preflight"})
+        members = tuple(p.cfg.member for p in plans)
+        quiet, deadline = jobs[0][0].quiet, jobs[0][0].deadline
+        cfg, walls = rerun.train_bundles(
+            folders, plans[0].cfg, opened[0][2], plans[0].variants, plans[0].seeds, quiet, members, deadline
+        )
+        return max(
+            _judge_and_finish(f, replace(p, cfg=replace(cfg, member=p.cfg.member)), w)
+            for f, p, w in zip(folders, plans, walls)
+        )
+    except BaseException as exc:
+        for folder, _, _ in opened:
+            if not folder.manifest.get("completed"):
+                folder.fail(exc)
+        raise
+    finally:
+        for folder, _, _ in opened:
+            folder.release()
+
+
+def _judge_and_finish(folder: runs.RunFolder, plan: rerun.Plan, walls: dict) -> int:
+    """Record the wall times, verify the trained run and mark it complete: verify's exit status."""
+    folder.update(variant_wall_s=walls)
+    status, verified = judge(folder, plan)
+    rerun.finish(folder, plan, **verified)
+    return status
 
 
 def register(subparsers) -> None:
@@ -94,6 +150,13 @@ def register(subparsers) -> None:
             "an ensemble: K trajectories, member m >= 1 starting one float32 ulp away (see `attngeom.ensemble`)",
         ),
         (
+            "--time-limit",
+            float,
+            "SECONDS",
+            "stop training after the last chunk that fits in SECONDS from the start (judging comes after): "
+            "the run becomes one stopped after the step reached, judged on it, and --resume carries it on",
+        ),
+        (
             "--preflight",
             step_count,
             "N",
@@ -101,5 +164,11 @@ def register(subparsers) -> None:
         ),
     ):
         p.add_argument(flag, type=kind, metavar=metavar, help=text)
+    p.add_argument(
+        "--members-mode",
+        choices=ensemble.MODES,
+        help="an ensemble's members trained together (one vmapped step: default on a GPU) "
+        "or one after another (default on a CPU, where it is faster)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output or evaluation lines")
     p.set_defaults(func=run)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -67,43 +68,78 @@ class Plan:
             raise InputError(f"{path}: not a local rerun, or one of another version (manifest lacks {exc})") from exc
 
 
-def train_bundles(run, cfg, corpus, variants: tuple[str, ...], seeds: tuple[int, ...], quiet: bool) -> dict:
-    """Train every requested variant and seed into its bundle folder; per-variant wall times."""
-    from attngeom.training import train  # the one place jax is loaded: after `deterministic_device`
+def train_bundles(
+    folders: list[runs.RunFolder],
+    cfg: TrainConfig,
+    corpus: data.Corpus,
+    variants: tuple[str, ...],
+    seeds: tuple[int, ...],
+    quiet: bool,
+    members: tuple[int, ...] | None = None,
+    deadline: float | None = None,
+) -> tuple[TrainConfig, list[dict]]:
+    """Train every requested variant and seed into each folder's bundle folders: one run, or the ensemble
+    members `members` (one per folder) trained together (`training.together`).
+
+    With `deadline` (a `time.monotonic()` time), the run's first training, when it has steps left, gets
+    its share of the time to it and stops after the last chunk that fits; the run then becomes a run
+    stopped after the step reached, and the trainings after it stop there too. Returns the configuration
+    trained (stopped or not) and each folder's per-variant wall times.
+    """
+    from attngeom.training import together, train  # the one place jax is loaded: after `deterministic_device`
     from attngeom.training.progress import StepProgress
 
-    walls = {}
-    for bundle, members in BUNDLES.items():
-        chosen = [v for v in members if v in variants]
-        if not chosen:
-            continue
-        folder = run.path / bundle
-        folder.mkdir(exist_ok=True)  # a resumed run rewrites its bundles from the checkpoints
-        results = []
-        for seed in seeds:
-            for variant in chosen:
-                checkpoint = runs.checkpoint_path(run.path, variant, seed)
-                done = runs.checkpoint_step(checkpoint, cfg.steps)
-                progress = StepProgress(f"{variant} s{seed}", cfg.steps_done(), done, quiet)
+    members = members or (cfg.member,)
+    walls: list[dict] = [{} for _ in folders]
+    left = len(seeds) * len(variants)
+    for bundle, chosen in ((b, [v for v in vs if v in variants]) for b, vs in BUNDLES.items()):
+        results: list[list] = [[] for _ in folders]
+        for seed, variant in ((s, v) for s in seeds for v in chosen):
+            group, bars = [], []
+            for folder, member in zip(folders, members):
+                (folder.path / bundle).mkdir(exist_ok=True)  # a resumed run rewrites its bundles from the checkpoints
+                checkpoint = runs.checkpoint_path(folder.path, variant, seed)
+                name = f"{variant} s{seed}" + (f" member {member}" if len(folders) > 1 else "")
+                bars.append(StepProgress(name, cfg.steps_done(), runs.checkpoint_step(checkpoint, cfg.steps), quiet))
 
-                def on_steps(first, losses, variant=variant, seed=seed, progress=progress):
-                    run.log_steps(variant, seed, first, losses)
-                    progress.steps(len(losses), losses[-1])
+                def on_steps(first, losses, variant=variant, seed=seed, folder=folder, bar=bars[-1]):
+                    folder.log_steps(variant, seed, first, losses)
+                    bar.steps(len(losses), losses[-1])
 
-                def on_eval(step, val, variant=variant, progress=progress):
-                    progress.note(f"{variant} step {step}: val loss {val:.4f}")
+                def on_eval(step, val, name=name, bar=bars[-1]):
+                    bar.note(f"{name} step {step}: val loss {val:.4f}")
 
-                result = train.train_variant(
-                    variant, seed, cfg, corpus, on_steps=on_steps, on_eval=on_eval, checkpoint=checkpoint
-                )
-                progress.close()
-                write_model(folder, result)
-                results.append(result)
-                walls[f"{variant}_s{seed}"] = round(result.wall_s, 3)
-                write_run_json(folder, results, cfg)
+                group.append(train.Member(member, on_steps, on_eval, checkpoint))
+            budget = None  # the run's first training decides where the time limit stops the run
+            if deadline is not None and left == len(seeds) * len(variants) and bars[0].done < cfg.steps_done():
+                budget = max(deadline - time.monotonic(), 0.0) / left
+            left -= 1
+            if len(group) == 1:
+                m = group[0]
+                kwargs = {"on_steps": m.on_steps, "on_eval": m.on_eval, "checkpoint": m.checkpoint, "budget_s": budget}
+                trained = [train.train_variant(variant, seed, replace(cfg, member=m.member), corpus, **kwargs)]
+            else:
+                trained = together.train_members(variant, seed, cfg, corpus, group, budget)
+            for bar in bars:
+                bar.close()
+            reached = len(trained[0].losses)
+            if reached < cfg.steps_done():  # stopped by the time limit: a run stopped after the step reached
+                cfg = replace(cfg, stop_after=reached - 1)
+                print(f"time limit: training stops after step {cfg.stop_after}; `--resume` carries the run on")
+                for folder, member in zip(folders, members):
+                    train_cfg = asdict(replace(cfg, member=member))
+                    folder.update(
+                        config={**folder.manifest["config"], "train": train_cfg}, stopped_after=cfg.stop_after
+                    )
+            for i, (folder, result) in enumerate(zip(folders, trained)):
+                write_model(folder.path / bundle, result)
+                results[i].append(result)
+                walls[i][f"{variant}_s{seed}"] = round(result.wall_s, 3)
+                write_run_json(folder.path / bundle, results[i], cfg)
                 best = "no evaluation yet" if result.best_val is None else f"best val {result.best_val:.4f} nats"
-                print(f"{variant} seed {seed}: {best} in {result.wall_s:.0f} s")
-    return walls
+                who = f"member {group[i].member}: " if len(folders) > 1 else ""
+                print(f"{who}{variant} seed {seed}: {best} in {result.wall_s:.0f} s")
+    return cfg, walls
 
 
 def resume_run(path: Path) -> tuple[runs.RunFolder, Plan]:
@@ -150,12 +186,22 @@ def options(args: argparse.Namespace) -> Plan:
     return Plan(cfg, args.variants, args.seeds or (args.seed,), args.preset)
 
 
+def prepare_device() -> str:
+    """The device settings, then the device started once in a child: its platform (cpu, gpu, ...)."""
+    deterministic_device()
+    return check_device()  # before a run folder is claimed: a bad XLA_FLAGS or JAX_PLATFORMS leaves none behind
+
+
 def open_run(args: argparse.Namespace, plan: Plan | None = None) -> tuple[runs.RunFolder, Plan, data.Corpus]:
     """The device set, then the run folder (new, or reopened with --resume), its plan and the corpus.
 
     A new run follows `plan` when given (an ensemble member), else the options."""
-    deterministic_device()
-    check_device()  # before a run folder is claimed: a bad XLA_FLAGS or JAX_PLATFORMS leaves none behind
+    prepare_device()
+    return open_folder(args, plan)
+
+
+def open_folder(args: argparse.Namespace, plan: Plan | None = None) -> tuple[runs.RunFolder, Plan, data.Corpus]:
+    """`open_run` on a device already prepared."""
     if args.resume:
         folder, plan = resume_run(args.resume)
         return folder, plan, data.load_corpus()

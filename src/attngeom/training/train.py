@@ -14,13 +14,17 @@ batches of a step depend only on the step, so the result is that of an uninterru
 
 At every telemetry step the maps are taken on the fixed window (the bundles) and, with one
 vmapped probe, on W windows (the fixed one first).
+
+`train_group` runs that loop for a group of ensemble members of one variant and seed through an
+`Engine`: `single` (one member, the functions above as they are; `train_variant`) or
+`training.together.vmapped` (the members stacked and vmapped into one step).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import jax
@@ -30,7 +34,8 @@ import optax
 from flax import nnx
 
 from attngeom.errors import InputError
-from attngeom.training import data, runs
+from attngeom.training import data
+from attngeom.training.checkpoint import Progress, load_checkpoint, save_checkpoint
 from attngeom.training.config import TrainConfig
 from attngeom.training.model import build
 from attngeom.variants import variant as variant_spec
@@ -88,7 +93,7 @@ def make_step(graphdef: nnx.GraphDef, tx: optax.GradientTransformation) -> Calla
     return step
 
 
-def make_chunk(step: Callable) -> Callable:
+def scan_steps(step: Callable) -> Callable:
     """`step` scanned over a chunk of batches (I, B, T); inactive (padding) steps change nothing."""
 
     def run(state, x_IBT, y_IBT, active_I):
@@ -102,10 +107,17 @@ def make_chunk(step: Callable) -> Callable:
 
         return jax.lax.scan(body, state, (x_IBT, y_IBT, active_I))
 
-    return jax.jit(run, donate_argnums=0)
+    return run
 
 
-def _probe(graphdef: nnx.GraphDef) -> Callable:
+def make_chunk(step: Callable) -> Callable:
+    """`scan_steps(step)` compiled, its state donated."""
+    return jax.jit(scan_steps(step), donate_argnums=0)
+
+
+def probe_fn(graphdef: nnx.GraphDef) -> Callable:
+    """Eval-mode q, k (L, H, T, Dh) and weights (L, H, T, T) on one window, uncompiled."""
+
     def probe(params, rest, tokens_T):
         _, p = nnx.merge(graphdef, params, rest).forward(tokens_T[None])
         return p["q"][:, 0], p["k"][:, 0], p["attn"][:, 0]
@@ -115,16 +127,16 @@ def _probe(graphdef: nnx.GraphDef) -> Callable:
 
 def make_probe(graphdef: nnx.GraphDef) -> Callable:
     """Eval-mode q, k (L, H, T, Dh) and weights (L, H, T, T) on one window."""
-    return jax.jit(_probe(graphdef))
+    return jax.jit(probe_fn(graphdef))
 
 
 def make_window_probe(graphdef: nnx.GraphDef) -> Callable:
     """`make_probe` on each of W windows at once: q, k (W, L, H, T, Dh) and weights (W, L, H, T, T)."""
-    return jax.jit(jax.vmap(_probe(graphdef), in_axes=(None, None, 0)))
+    return jax.jit(jax.vmap(probe_fn(graphdef), in_axes=(None, None, 0)))
 
 
-def make_eval(graphdef: nnx.GraphDef) -> Callable:
-    """Eval-mode loss of each validation batch (E,) and each layer's largest raw score (E, L)."""
+def eval_fn(graphdef: nnx.GraphDef) -> Callable:
+    """Eval-mode loss of each validation batch (E,) and each layer's largest raw score (E, L), uncompiled."""
 
     def evaluate(params, rest, x_EBT, y_EBT):
         def one(xy):
@@ -133,7 +145,12 @@ def make_eval(graphdef: nnx.GraphDef) -> Callable:
 
         return jax.lax.map(one, (x_EBT, y_EBT))
 
-    return jax.jit(evaluate)
+    return evaluate
+
+
+def make_eval(graphdef: nnx.GraphDef) -> Callable:
+    """`eval_fn` compiled."""
+    return jax.jit(eval_fn(graphdef))
 
 
 PERTURBATION_SEED = 20_260  # with the member number, the seed of a member's signs: [PERTURBATION_SEED, member]
@@ -171,12 +188,13 @@ def init_state(variant: str, cfg: TrainConfig, seed: int):
     return graphdef, eval_graphdef, tx, (params, rest, tx.init(params))
 
 
-def chunk_plan(cfg: TrainConfig, start: int = 0) -> list[tuple[int, int]]:
-    """(first step, number of steps) of each device call from `start` on; chunks end at every event and at the stop.
+def chunk_plan(cfg: TrainConfig, start: int = 0, until: int | None = None) -> list[tuple[int, int]]:
+    """(first step, number of steps) of each device call from `start` on (to `until` steps done if given);
+    chunks end at every event and at the stop.
 
     Where the chunks begin and end changes no result: every step runs the same compiled step function.
     """
-    last = cfg.steps_done()
+    last = cfg.steps_done() if until is None else until
     ends = sorted({s + 1 for s in cfg.telemetry_steps() if s > 0} | set(cfg.eval_points()) | {last})
     ends = [end for end in ends if start < end <= last]
     plan = []
@@ -193,74 +211,44 @@ def chunk_batches(corpus: data.Corpus, cfg: TrainConfig, seed: int, first: int, 
     return np.pad(x_IBT, pad), np.pad(y_IBT, pad), np.arange(cfg.chunk) < n
 
 
-@dataclass
-class Progress:
-    """A variant's training after `done` steps: its state and everything recorded so far."""
+@dataclass(frozen=True)
+class Engine:
+    """The compiled functions that train a group of members, and how their answers split per member.
 
-    state: tuple  # (params, rest, opt_state): parameters, dropout rngs and counters, optimiser
-    done: int
-    losses: np.ndarray  # (steps,) training loss of each step, zero from `done` on
-    curve: list[dict]  # {"step", "val"} of each evaluation
-    score_max: list[float]  # per validation batch and layer, at the last evaluation
-    maps: dict[int, np.ndarray]  # telemetry step -> attn_LHTT on the fixed window
-    window_maps: dict[int, np.ndarray]  # telemetry step -> attn_WLHTT on every window
+    `state` is one member's state (`single`) or the members' states stacked on a leading axis
+    (`training.together`); `split` turns a device answer into one numpy array per member.
+    """
 
-
-def _named_leaves(state) -> list[tuple[str, jax.Array]]:
-    """Each leaf of a state with its tree path ("state/0/blocks/0/attn/b_raw"): the checkpoint's names."""
-    leaves = jax.tree_util.tree_leaves_with_path(state)
-    return [("state/" + jax.tree_util.keystr(path, simple=True, separator="/"), leaf) for path, leaf in leaves]
+    chunk: Callable  # (state, x_IBT, y_IBT, active_I) -> (state, loss)
+    probe: Callable  # (params, rest, tokens_T) -> (q, k, attn)
+    window_probe: Callable  # (params, rest, windows_WT) -> (q, k, attn) on every window
+    evaluate: Callable  # (params, rest, x_EBT, y_EBT) -> (val loss per batch, largest raw score per batch and layer)
+    stack: Callable[[list], tuple]  # the members' states -> state
+    unstack: Callable[[tuple], list]  # state -> the members' states
+    split: Callable[[jax.Array], list[np.ndarray]]
 
 
-def _leaf_to_numpy(leaf: jax.Array) -> np.ndarray:
-    is_key = jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key)
-    return np.asarray(jax.random.key_data(leaf) if is_key else leaf)
-
-
-def save_checkpoint(path: Path, progress: Progress) -> None:
-    """Everything needed to continue after `progress.done` steps, written atomically (tmp + rename)."""
-    p = progress
-    runs.write_checkpoint(
-        path,
-        {
-            "done": np.array(p.done),
-            "losses": p.losses[: p.done],
-            "curve_step": np.array([c["step"] for c in p.curve], np.int64),
-            "curve_val": np.array([c["val"] for c in p.curve], np.float64),
-            "score_max": np.array(p.score_max, np.float64),
-            "map_steps": np.array(sorted(p.maps), np.int64),
-            **{f"map_{s}": m for s, m in p.maps.items()},
-            "window_steps": np.array(sorted(p.window_maps), np.int64),
-            **{f"windows_{s}": m for s, m in p.window_maps.items()},
-            **{name: _leaf_to_numpy(leaf) for name, leaf in _named_leaves(p.state)},
-        },
+def single(graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, tx: optax.GradientTransformation) -> Engine:
+    """The engine of one member on its own: the compiled step, probes and evaluation as they are."""
+    return Engine(
+        chunk=make_chunk(make_step(graphdef, tx)),
+        probe=make_probe(eval_graphdef),
+        window_probe=make_window_probe(eval_graphdef),
+        evaluate=make_eval(eval_graphdef),
+        stack=lambda states: states[0],
+        unstack=lambda state: [state],
+        split=lambda a: [np.asarray(a)],
     )
 
 
-def load_checkpoint(path: Path, like_state, steps: int) -> Progress:
-    """The progress `save_checkpoint` wrote; `like_state` gives the structure, names and shapes."""
-    z = runs.read_checkpoint(path, steps)
-    like = _named_leaves(like_state)
-    another = InputError(f"{path}: checkpoint of another configuration; delete it to restart that variant")
-    if any(name not in z or z[name].shape != np.shape(_leaf_to_numpy(x)) for name, x in like):
-        raise another
-    try:
-        maps = {int(s): z[f"map_{s}"] for s in z["map_steps"]}
-        window_maps = {int(s): z[f"windows_{s}"] for s in z["window_steps"]}
-    except KeyError:
-        raise another from None
-    leaves = [
-        jax.random.wrap_key_data(z[name], impl=jax.random.key_impl(x))
-        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
-        else jnp.asarray(z[name], dtype=x.dtype)
-        for name, x in like
-    ]
-    done = int(z["done"])
-    losses = np.zeros(steps, np.float32)
-    losses[:done] = z["losses"]
-    curve = [{"step": int(s), "val": float(v)} for s, v in zip(z["curve_step"], z["curve_val"])]
-    state = jax.tree.unflatten(jax.tree.structure(like_state), leaves)
-    return Progress(state, done, losses, curve, z["score_max"].tolist(), maps, window_maps)
+@dataclass
+class Member:
+    """One trajectory of a group: its ensemble member number, callbacks and checkpoint."""
+
+    member: int = 0
+    on_steps: Callable[[int, np.ndarray], None] = lambda first, losses: None
+    on_eval: Callable[[int, float], None] = lambda step, val: None
+    checkpoint: Path | None = None
 
 
 def train_variant(
@@ -271,76 +259,135 @@ def train_variant(
     on_steps: Callable[[int, np.ndarray], None] = lambda first, losses: None,
     on_eval: Callable[[int, float], None] = lambda step, val: None,
     checkpoint: Path | None = None,
+    budget_s: float | None = None,
 ) -> RunResult:
-    """Train one variant; `on_steps(first_step, losses)` after each chunk, `on_eval(step, val)`.
+    """Train one variant (ensemble member `cfg.member`); `on_steps(first_step, losses)` after each chunk,
+    `on_eval(step, val)`.
 
     With `checkpoint`, continue from it if it exists and save it after every evaluation and at the stop.
+    With `budget_s`, stop after the last chunk that fits in that many seconds (see `train_group`).
+    """
+    member = Member(cfg.member, on_steps, on_eval, checkpoint)
+    return train_group(variant, seed, cfg, corpus, [member], single, budget_s)[0]
+
+
+def train_group(
+    variant: str,
+    seed: int,
+    cfg: TrainConfig,
+    corpus: data.Corpus,
+    members: list[Member],
+    engine_of: Callable[[nnx.GraphDef, nnx.GraphDef, optax.GradientTransformation], Engine],
+    budget_s: float | None = None,
+) -> list[RunResult]:
+    """Train the members of one variant and seed on the same batches with `engine_of`'s engine.
+
+    Members continue from their checkpoints; those behind first catch up with the others. With
+    `budget_s`, training stops after the last chunk that fits in that many seconds from the start
+    (each chunk's time taken as the longest after the first, which compiles): the checkpoints are
+    saved there, and the results are those of a run stopped after the step reached.
     """
     t0 = time.perf_counter()
-    graphdef, eval_graphdef, tx, state = init_state(variant, cfg, seed)
-    run_chunk = make_chunk(make_step(graphdef, tx))
-    probe, evaluate = make_probe(eval_graphdef), make_eval(eval_graphdef)
-    window_probe = make_window_probe(eval_graphdef)
+    inits = [init_state(variant, replace(cfg, member=m.member), seed) for m in members]
+    graphdef, eval_graphdef, tx = inits[0][:3]
+    engine = engine_of(graphdef, eval_graphdef, tx)
     window_T = data.telemetry_window(corpus, cfg.model.seq_len)
     windows_WT = data.telemetry_windows(corpus, cfg.model.seq_len, cfg.windows)
     val_x, val_y = data.val_batches(corpus, cfg.val_batches, cfg.batch, cfg.model.seq_len)
     telemetry = set(cfg.telemetry_steps())
+    ps = [
+        load_checkpoint(m.checkpoint, init[3], cfg.steps)
+        if m.checkpoint is not None and m.checkpoint.exists()
+        else Progress(init[3], 0, np.zeros(cfg.steps, np.float32), [], [], {}, {})
+        for m, init in zip(members, inits)
+    ]
 
-    def snapshot(p: Progress, step: int) -> None:
-        p.maps[step] = np.asarray(probe(p.state[0], p.state[1], window_T)[2], dtype=np.float16)
-        p.window_maps[step] = np.asarray(window_probe(p.state[0], p.state[1], windows_WT)[2], dtype=np.float16)
+    def snapshot(group: list[int], state, step: int) -> None:
+        maps = engine.split(engine.probe(state[0], state[1], window_T)[2])
+        window_maps = engine.split(engine.window_probe(state[0], state[1], windows_WT)[2])
+        for i, attn, attn_W in zip(group, maps, window_maps):
+            ps[i].maps[step] = attn.astype(np.float16)
+            ps[i].window_maps[step] = attn_W.astype(np.float16)
 
-    if checkpoint is not None and checkpoint.exists():
-        p = load_checkpoint(checkpoint, state, cfg.steps)
-    else:
-        p = Progress(state, 0, np.zeros(cfg.steps, np.float32), [], [], {}, {})
-        snapshot(p, 0)
-    plan = chunk_plan(cfg, start=p.done)
-    batches: Iterator = (chunk_batches(corpus, cfg, seed, first, n) for first, n in plan)
-    upcoming = next(batches, None)
-    for first, n in plan:
-        p.state, loss_I = run_chunk(p.state, *upcoming)
-        upcoming = next(batches, None)  # drawn on the host while the device works
-        losses_I = p.losses[first : first + n] = np.asarray(loss_I)[:n]
-        if not np.isfinite(losses_I).all():
-            bad = first + int(np.argmin(np.isfinite(losses_I)))
-            raise InputError(f"{variant} seed {seed}: training loss not finite at step {bad}; try a smaller --lr")
-        on_steps(first, losses_I)
-        p.done = first + n
-        if p.done - 1 in telemetry and p.done > 1:
-            snapshot(p, p.done - 1)
-        if p.done in cfg.eval_points():
-            val_E, smax_EL = evaluate(p.state[0], p.state[1], val_x, val_y)
-            p.curve.append({"step": p.done, "val": float(np.mean(np.asarray(val_E, dtype=np.float64)))})
-            p.score_max = np.asarray(smax_EL, dtype=np.float64).ravel().tolist()
-            on_eval(p.done, p.curve[-1]["val"])
-        if checkpoint is not None and (p.done in cfg.eval_points() or p.done == cfg.steps_done()):
-            save_checkpoint(checkpoint, p)  # at the stop of a stopped run too, to carry it on later
-    state, done = p.state, p.done
-    q, k, attn = (np.asarray(a, dtype=np.float16) for a in probe(state[0], state[1], window_T))
-    q_WLHTD, k_WLHTD, _ = (np.asarray(a, dtype=np.float16) for a in window_probe(state[0], state[1], windows_WT))
-    b_LH = eps_LH = None
-    if variant_spec(variant).kernel:
-        scalars = nnx.merge(graphdef, state[0], state[1]).kernel_scalars()
-        b_LH, eps_LH = (np.asarray(a, dtype=np.float64) for a in scalars)
-    return RunResult(
-        variant=variant,
-        seed=seed,
-        lr=cfg.lr_of(variant),
-        losses=p.losses[:done],
-        curve=p.curve,
-        tokens_T=window_T,
-        prompt=corpus.decode(window_T),
-        maps=p.maps,
-        q_LHTD=q,
-        k_LHTD=k,
-        attn_LHTT=attn,
-        score_max=p.score_max,
-        windows_WT=windows_WT,
-        window_maps=p.window_maps,
-        q_WLHTD=q_WLHTD,
-        k_WLHTD=k_WLHTD,
-        b_LH=b_LH,
-        eps_LH=eps_LH,
-        wall_s=time.perf_counter() - t0,
-    )
+    def keep(group: list[int], state, done: int, save: bool) -> None:
+        for i, member_state in zip(group, engine.unstack(state)):
+            ps[i].state, ps[i].done = member_state, done
+            if save and members[i].checkpoint is not None:
+                save_checkpoint(members[i].checkpoint, ps[i])
+
+    def advance(group: list[int], until: int | None, budget: float | None) -> None:
+        """Train the members `group` (all at one step) on to `until` (the end when None), or the budget's stop."""
+        state, start = engine.stack([ps[i].state for i in group]), ps[group[0]].done
+        if start == 0:
+            snapshot(group, state, 0)
+        plan = chunk_plan(cfg, start=start, until=until)
+        batches: Iterator = (chunk_batches(corpus, cfg, seed, first, n) for first, n in plan)
+        upcoming, times, done = next(batches, None), [], start
+        for first, n in plan:
+            if budget is not None and times and time.perf_counter() - t0 + max(times[1:] or times) > budget:
+                break
+            tick = time.perf_counter()
+            state, loss = engine.chunk(state, *upcoming)
+            upcoming = next(batches, None)  # drawn on the host while the device works
+            for i, losses in zip(group, engine.split(loss)):
+                ps[i].losses[first : first + n] = losses[:n]
+                if not np.isfinite(losses[:n]).all():
+                    bad = first + int(np.argmin(np.isfinite(losses[:n])))
+                    who = f"{variant} seed {seed}" + (f" member {members[i].member}" if members[i].member else "")
+                    raise InputError(f"{who}: training loss not finite at step {bad}; try a smaller --lr")
+                members[i].on_steps(first, losses[:n])
+            done = first + n
+            if done - 1 in telemetry and done > 1:
+                snapshot(group, state, done - 1)
+            if done in cfg.eval_points():
+                val_E, smax_EL = (engine.split(a) for a in engine.evaluate(state[0], state[1], val_x, val_y))
+                for i, val, smax in zip(group, val_E, smax_EL):
+                    ps[i].curve.append({"step": done, "val": float(np.mean(np.asarray(val, dtype=np.float64)))})
+                    ps[i].score_max = np.asarray(smax, dtype=np.float64).ravel().tolist()
+                    members[i].on_eval(done, ps[i].curve[-1]["val"])
+            if done in cfg.eval_points() or done == cfg.steps_done():
+                keep(group, state, done, save=True)  # at the stop of a stopped run too, to carry it on later
+            times.append(time.perf_counter() - tick)
+        keep(group, state, done, save=done not in (cfg.steps_done(), until, *cfg.eval_points()))  # the budget's stop
+
+    while len({p.done for p in ps}) > 1:  # those behind catch up (a group interrupted between its checkpoints)
+        low = min(p.done for p in ps)
+        advance([i for i, p in enumerate(ps) if p.done == low], min(p.done for p in ps if p.done > low), None)
+    everyone = list(range(len(ps)))
+    advance(everyone, None, budget_s)
+    state = engine.stack([p.state for p in ps])
+    finals = [
+        engine.split(a)
+        for a in (*engine.probe(state[0], state[1], window_T), *engine.window_probe(state[0], state[1], windows_WT))
+    ]
+    results = []
+    for i, p in enumerate(ps):
+        q, k, attn, q_WLHTD, k_WLHTD = (finals[j][i].astype(np.float16) for j in range(5))
+        b_LH = eps_LH = None
+        if variant_spec(variant).kernel:
+            scalars = nnx.merge(graphdef, p.state[0], p.state[1]).kernel_scalars()
+            b_LH, eps_LH = (np.asarray(a, dtype=np.float64) for a in scalars)
+        results.append(
+            RunResult(
+                variant=variant,
+                seed=seed,
+                lr=cfg.lr_of(variant),
+                losses=p.losses[: p.done],
+                curve=p.curve,
+                tokens_T=window_T,
+                prompt=corpus.decode(window_T),
+                maps=p.maps,
+                q_LHTD=q,
+                k_LHTD=k,
+                attn_LHTT=attn,
+                score_max=p.score_max,
+                windows_WT=windows_WT,
+                window_maps=p.window_maps,
+                q_WLHTD=q_WLHTD,
+                k_WLHTD=k_WLHTD,
+                b_LH=b_LH,
+                eps_LH=eps_LH,
+                wall_s=time.perf_counter() - t0,
+            )
+        )
+    return results

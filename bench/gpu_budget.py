@@ -1,0 +1,83 @@
+"""How much of a rerun or an ensemble fits in a time on a GPU, from the FLOPs of its compiled step.
+
+XLA's `cost_analysis()` of one training step (K members vmapped when K > 1) gives its FLOPs; at a
+GPU's float32 rate (`--tflops`, an H100/H200's 67 without tensor cores, as `highest` matmul
+precision asks) and an assumed fraction of it reached (`--efficiency`), the steps of every variant
+take an estimated time, to which each variant's compilation is added (`--compile-s`). Writes one
+JSON (`--json FILE`): the FLOPs per step of each variant, the estimated seconds of the whole
+schedule, and the step to stop after so that it fits in `--seconds` (null when all of it fits); and
+prints the rerun's option that sizes it, `--stop-after STEP`, one word a line (nothing when it fits).
+
+    python bench/gpu_budget.py --seconds 300 --members 4 --json FILE [--preset paper] [--variants ...]
+
+bench/gpu_check.sh sizes its rerun and its ensemble with it; the run checks its own time as well
+(`rerun --time-limit`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from attngeom.cli import Parser, entry
+from attngeom.training import config, data, together, train
+
+
+def step_flops(variant: str, cfg: config.TrainConfig, members: int) -> float:
+    """FLOPs of one training step of `members` members (vmapped when more than one), by XLA's cost analysis."""
+    graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
+    step = train.make_step(graphdef, tx)
+    if members > 1:
+        state = together.stack([state] * members)
+        step = jax.vmap(step, in_axes=(0, None, None))
+    x_BT = np.zeros((cfg.batch, cfg.model.seq_len), np.int32)
+    cost = jax.jit(step).lower(state, x_BT, x_BT).compile().cost_analysis()
+    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
+
+
+def main() -> int:
+    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, required=True, help="the training time available")
+    parser.add_argument("--members", type=int, default=1, help="ensemble members trained together (default 1)")
+    parser.add_argument("--preset", choices=tuple(config.PRESETS), default="paper")
+    parser.add_argument("--variants", default="softmax,yat_b,goat_v")
+    parser.add_argument("--tflops", type=float, default=67.0, help="the GPU's float32 rate (default: H100/H200)")
+    parser.add_argument("--efficiency", type=float, default=0.3, help="the fraction of it reached (default 0.3)")
+    parser.add_argument("--compile-s", type=float, default=30.0, help="compilation per variant (default 30 s)")
+    parser.add_argument("--json", type=Path, required=True, metavar="FILE", help="where the estimate goes")
+    args = parser.parse_args()
+    if not (args.seconds > 0 and args.members >= 1 and args.tflops > 0 and 0 < args.efficiency <= 1):
+        parser.error("--seconds, --tflops, --efficiency and --members: positive (efficiency at most 1)")
+    cfg = config.PRESETS[args.preset]
+    variants = args.variants.split(",")
+    data.load_corpus()  # the same files a run reads: a missing corpus is the same one-line error
+    flops = {v: step_flops(v, cfg, args.members) for v in variants}
+    rate = args.tflops * 1e12 * args.efficiency
+    per_step_s = sum(flops.values()) / rate  # one step of every variant
+    training_s = args.seconds - args.compile_s * len(variants)
+    fit = int(training_s / per_step_s) if training_s > 0 else 0
+    stop_after = None if fit >= cfg.steps else min(max(fit - 1, 1), cfg.steps - 2)
+    doc = {
+        "preset": args.preset,
+        "members": args.members,
+        "step_flops": flops,
+        "assumed_flops_per_s": rate,
+        "estimated_s": round(cfg.steps * per_step_s + args.compile_s * len(variants), 1),
+        "seconds": args.seconds,
+        "stop_after": stop_after,
+    }
+    args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    if stop_after is not None:
+        print(f"--stop-after\n{stop_after}")
+    return 0
+
+
+if __name__ == "__main__":
+    entry(main)
