@@ -72,7 +72,7 @@ def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_a
     smoke_runs, tmp_path, monkeypatch, capsys
 ):
     restore_device_settings(monkeypatch)
-    opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "yat_b", "--members", "3", "--quiet"]
+    opts = ["rerun", "--preset", "smoke", "--seed", "0", "--variants", "yat_b", "--members", "3", "--quiet"]
     whole = tmp_path / "whole"
     assert cli.main([*opts, "--out", str(whole)]) == 0
     doc = ensemble.read(whole)
@@ -82,14 +82,14 @@ def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_a
         1,
         2,
     ]
-    # member 0 is the plain rerun, bit for bit: the session's run of seed 1 holds the same bundles and log
-    same_as_the_whole_run(smoke_runs["default"].path, ensemble.member_dir(whole, 0), ("yat_b",), 1)
+    # member 0 is the plain rerun, bit for bit: the session's run of seed 0 holds the same bundles and log
+    same_as_the_whole_run(smoke_runs["default"].path, ensemble.member_dir(whole, 0), ("yat_b",), 0)
     losses = [_losses(ensemble.member_dir(whole, m)) for m in range(3)]
     assert len({tuple(x) for x in losses}) == 3  # three trajectories
-    last = doc["statistics"]["yat_b_s1"]["validation_loss"]["60"]
+    last = doc["statistics"]["yat_b_s0"]["validation_loss"]["60"]
     assert last["member_ids"] == [0, 1, 2] and len(set(last["members"])) == 3 and last["std"] > 0
     assert "published" not in last  # a smoke run is not set beside the published paper run
-    assert set(doc["statistics"]["yat_b_s1"]["final"]) >= {"distinct_winners_last", "reconstruction_max_abs"}
+    assert set(doc["statistics"]["yat_b_s0"]["final"]) >= {"distinct_winners_last", "reconstruction_max_abs"}
     kept = tmp_path / "kept.json"
     assert cli.main(["summary", str(whole), "--out", str(kept)]) == 0
     summary = json.loads(kept.read_text())["runs"]["whole"]
@@ -105,9 +105,9 @@ def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_a
     assert states == ["complete", "unfinished", "not started"]  # what finished is kept
     capsys.readouterr()
     assert cli.main(["rerun", "--resume", str(cut), "--quiet"]) == 0
-    assert "yat_b seed 1: resuming after step 20" in capsys.readouterr().out
+    assert "yat_b seed 0: resuming after step 20" in capsys.readouterr().out
     for m in range(3):
-        same_as_the_whole_run(ensemble.member_dir(whole, m), ensemble.member_dir(cut, m), ("yat_b",), 1)
+        same_as_the_whole_run(ensemble.member_dir(whole, m), ensemble.member_dir(cut, m), ("yat_b",), 0)
     assert ensemble.read(cut)["statistics"] == doc["statistics"]
     assert cli.main(["rerun", "--resume", str(cut), "--quiet"]) == 0  # nothing left to do: every member complete
 

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 from report_tools import assert_consistent_set, command, environment, stray_temporaries
+from signals import frozen
 
 from attngeom import arrays, bundles, expected, figures_toy, schema
 from attngeom.cli import GRACE_S
@@ -56,33 +57,6 @@ def _until_python_catches_sigint(pid: int, limit_s: float = 60.0) -> None:
         time.sleep(0.01)
 
 
-def _state(pid: int) -> str:
-    """The process's state in /proc/PID/stat: "T" stopped, "Z" ended and not yet reaped, "X" gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return "X"
-    return stat.rpartition(")")[2].split()[0]  # the name before it may hold spaces and parentheses
-
-
-def _frozen(pid: int, limit_s: float = 30.0) -> bool:
-    """Stop the process group and wait until its main process is stopped (True) or has ended (False).
-
-    A stopped process has not begun to exit (an exit under way ends in "Z", never in "T"), and a signal
-    sent to it is handled before it runs another instruction of its own once continued: so a signal
-    sent while it is frozen reaches a live process, and one that finds it ended is not counted. Without
-    this, a command that ended in the last moments before the signal (a zombie `wait` had not yet
-    polled) read as one that ignored the Ctrl-C: `(1, '')` instead of `(130, 'interrupted\\n')`.
-    """
-    os.killpg(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + limit_s
-    while (state := _state(pid)) not in ("T", "t", "Z", "X"):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"process {pid} neither stopped nor ended within {limit_s} s (state {state})")
-        time.sleep(0.001)
-    return state in ("T", "t")
-
-
 def signalled(args: list, cwd: Path, delay: float, sig: int) -> tuple[int | None, str, float]:
     """Run the command and send `sig` to its process group after `delay` s, as a terminal's Ctrl-C does.
 
@@ -104,7 +78,7 @@ def signalled(args: list, cwd: Path, delay: float, sig: int) -> tuple[int | None
         proc.wait(timeout=delay)
         return None, proc.stderr.read(), 0.0
     except subprocess.TimeoutExpired:
-        live = _frozen(proc.pid)
+        live = frozen(proc.pid)
     if live:
         os.killpg(proc.pid, sig)
     with contextlib.suppress(ProcessLookupError):  # all of the group gone already

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import test_train
+from trained_runs import restore_device_settings, same_files
 
 from attngeom.training import config, data, runs, together, train
 from attngeom.training.fidelity import LOSS_RTOL
@@ -87,11 +88,10 @@ def _members(ensemble) -> list[dict]:
 
 @pytest.mark.slow
 def test_a_time_limited_vmapped_ensemble_is_judged_and_resumes_to_the_uninterrupted_one(tmp_path, monkeypatch):
-    from test_rerun import _restore_device_settings, _same_files
 
     from attngeom import cli
 
-    _restore_device_settings(monkeypatch)
+    restore_device_settings(monkeypatch)
     opts = ["rerun", "--preset", "smoke", "--members", "2", "--members-mode", "together", "--variants", "yat_b"]
     opts += ["--windows", "2", "--quiet"]
     assert cli.main([*opts, "--out", str(tmp_path / "whole")]) == 0
@@ -105,7 +105,7 @@ def test_a_time_limited_vmapped_ensemble_is_judged_and_resumes_to_the_uninterrup
     for m, (a, b) in enumerate(zip(whole, cut)):
         assert b["stopped_after"] is None and a["config"] == b["config"] and a["config"]["train"]["member"] == m
         names = [f"{kind}_yat_b_s0.npz" for kind in ("attn", "geom", "windows")]
-        _same_files(
+        same_files(
             tmp_path / "whole" / f"member-{m}" / "attngeom-qk", tmp_path / "cut" / f"member-{m}" / "attngeom-qk", names
         )
     with np.load(tmp_path / "whole" / "member-0" / "attngeom-qk" / "attn_yat_b_s0.npz") as a:

@@ -1,0 +1,35 @@
+"""Signals sent to a command under test that are sure to reach it alive: the command is frozen first."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def process_state(pid: int) -> str:
+    """The process's state in /proc/PID/stat: "T" stopped, "Z" ended and not yet reaped, "X" gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "X"
+    return stat.rpartition(")")[2].split()[0]  # the name before it may hold spaces and parentheses
+
+
+def frozen(pid: int, limit_s: float = 30.0) -> bool:
+    """Stop the process group of `pid` (its leader) and wait until its main process is stopped (True) or has ended (False).
+
+    A stopped process has not begun to exit (an exit under way ends in "Z", never in "T"), and a signal
+    sent to it is handled before it runs another instruction of its own once continued: so a signal
+    sent while it is frozen reaches a live process, and one that finds it ended is not counted. Without
+    this, a command that ended in the last moments before the signal (a zombie `wait` had not yet
+    polled) read as one that ignored the Ctrl-C: `(1, '')` instead of `(130, 'interrupted\\n')`.
+    """
+    os.killpg(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + limit_s
+    while (state := process_state(pid)) not in ("T", "t", "Z", "X"):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"process {pid} neither stopped nor ended within {limit_s} s (state {state})")
+        time.sleep(0.001)
+    return state in ("T", "t")
