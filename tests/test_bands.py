@@ -120,3 +120,11 @@ def test_the_committed_step_1200_reruns_are_judged_again_on_their_summaries():
     wider = bands.derive(_current(), _summary({"yat_b": [47.0, 48.5, 50.0, 51.5]}), 1200, "x")
     after = {(m, s): inside for _, m, s, *_, inside in bands.judge_summaries(kept, wider, 1200)}
     assert after["yat_b", "occupancy"] and after.keys() == before.keys()
+
+
+def test_the_step_1200_bands_are_those_the_committed_ensembles_derive():
+    """rerun.json's step-1200 bands stay grounded in expected/measured/ensemble-step1200.json: a member added
+    to the file without deriving the bands again (`./reproduce.sh bands ... --write`) fails here."""
+    source = "expected/measured/ensemble-step1200.json"
+    kept = schema.read_json(expected.REPO / source, schema.SUMMARY_JSON)
+    assert bands.derive(_current(), kept, 1200, source) == _current()
