@@ -33,3 +33,11 @@ def frozen(pid: int, limit_s: float = 30.0) -> bool:
             raise AssertionError(f"process {pid} neither stopped nor ended within {limit_s} s (state {state})")
         time.sleep(0.001)
     return state in ("T", "t")
+
+
+def as_in_a_terminal() -> None:
+    """A command started from a shell prompt has the default action of Ctrl-C, SIGTERM and SIGHUP, even
+    where these tests run in the background or under nohup (a shell starts its background jobs with SIGINT
+    ignored, nohup ignores SIGHUP, and the command respects an inherited ignore). A `preexec_fn`."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 from report_tools import assert_consistent_set, command, environment, stray_temporaries
-from signals import frozen
+from signals import as_in_a_terminal, frozen
 
 from attngeom import arrays, bundles, expected, figures_toy, schema
 from attngeom.cli import GRACE_S
@@ -34,12 +34,6 @@ from attngeom.errors import InputError
 
 RNG = random.Random(20261130)
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-
-
-def _as_in_a_terminal() -> None:
-    """A command started from a shell prompt has Ctrl-C's default action, even where these tests run
-    in the background (where a shell starts its jobs with SIGINT ignored, which the command respects)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _until_python_catches_sigint(pid: int, limit_s: float = 60.0) -> None:
@@ -71,7 +65,7 @@ def signalled(args: list, cwd: Path, delay: float, sig: int) -> tuple[int | None
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        preexec_fn=_as_in_a_terminal,
+        preexec_fn=as_in_a_terminal,
     )
     _until_python_catches_sigint(proc.pid)
     try:

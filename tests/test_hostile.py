@@ -25,7 +25,7 @@ from report_tools import (
     run,
     stray_temporaries,
 )
-from signals import frozen
+from signals import as_in_a_terminal, frozen
 
 from attngeom import fetch
 from attngeom.errors import InputError
@@ -71,6 +71,7 @@ def _verify_at_work(published_root: Path, out: Path, act) -> tuple[int, str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, which `frozen` stops
+        preexec_fn=as_in_a_terminal,
     ) as proc:
         assert proc.stdout.readline().startswith(b"evidence:")  # at work
         act(proc)

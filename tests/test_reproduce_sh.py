@@ -20,7 +20,7 @@ from pathlib import Path
 import mounts
 import pytest
 from report_tools import REPO, assert_one_error_line
-from signals import frozen
+from signals import as_in_a_terminal, frozen
 
 SCRIPT = REPO / "reproduce.sh"
 tmpfs = mounts.tmpfs  # the fixture
@@ -148,7 +148,13 @@ def test_an_interrupted_first_install_is_built_again(tmp_path, tiny_lock):
         shutil.rmtree(venv, ignore_errors=True)
         # `bench` with no name: the environment is built first, then the command is refused (2).
         with subprocess.Popen(
-            [str(SCRIPT), "bench"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+            [str(SCRIPT), "bench"],
+            cwd=tmp_path,
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=as_in_a_terminal,
         ) as first:
             deadline = time.monotonic() + 120
             while not (venv / "bin" / "python").exists() and first.poll() is None and time.monotonic() < deadline:
