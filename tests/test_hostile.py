@@ -291,6 +291,39 @@ def test_a_terminating_signal_is_one_line_and_its_status(sig, status, published_
     assert not stray_temporaries(tmp_path)
 
 
+_WAITS_FOR_A_POOL = """
+import signal, sys, threading, time
+from attngeom.cli import entry
+
+def work():
+    poke = lambda: signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # taken by this thread
+    threading.Thread(target=lambda: (time.sleep(0.5), poke())).start()
+    try:
+        threading.Event().wait()  # the main thread asleep, as it is waiting on a pool's result
+    finally:
+        print("cleaned up", flush=True)
+    return 0
+
+entry(work)
+"""
+
+
+def test_a_signal_taken_by_another_thread_unwinds_the_main_one(tmp_path):
+    """Case: a Ctrl-C that reached a stopped `figures` was taken, once it went on, by one of the pool's threads;
+    the main thread slept on in its wait until the grace period ended the process with its report's
+    temporary folder left behind."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _WAITS_FOR_A_POOL],
+        cwd=tmp_path,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=as_in_a_terminal,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (130, "cleaned up\n", "interrupted\n")
+
+
 def test_the_kaggle_kernel_starts_its_pythons_without_the_working_folder(monkeypatch, tmp_path):
     from attngeom.backends import kernel_main
 

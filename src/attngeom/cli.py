@@ -88,11 +88,18 @@ class _Interrupt:
     handler also wakes a watcher thread (`signal.set_wakeup_fd`), which prints the line at once and
     ends the process after GRACE_S whatever happens, even while the main thread sits in compiled
     code such as an XLA compilation. A signal the caller ignores (`nohup`) stays ignored.
+
+    The kernel hands a process's signal to any of its threads (a stopped process: to whichever runs
+    first once continued). Taken by another thread, it leaves the main thread asleep in a wait (a
+    worker pool's result) until the grace period ends it, its temporaries left behind; so the
+    watcher sends it on to the main thread. The KeyboardInterrupt is raised once: a second signal
+    never cuts into the cleanup the first began, which the grace period bounds.
     """
 
     def __init__(self) -> None:
         self.seen = threading.Event()
         self.signum = signal.SIGINT
+        self._raised = False
         self._said = threading.Lock()
         self._pair: tuple[socket.socket, socket.socket] | None = None
 
@@ -125,11 +132,14 @@ class _Interrupt:
 
     def _raise(self, signum, frame) -> None:
         self._note(signum)
-        raise KeyboardInterrupt
+        if not self._raised:
+            self._raised = True
+            raise KeyboardInterrupt
 
     def _swallowed(self, unraisable) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
             # raised again once the hook has returned (raised inside the hook, it would be lost again)
+            self._raised = False
             threading.Timer(0.05, _thread.interrupt_main, (signal.SIGINT,)).start()
         else:
             self._unraisable(unraisable)
@@ -139,6 +149,8 @@ class _Interrupt:
             continue
         self._note(got[0])
         self.announce()
+        with contextlib.suppress(OSError):  # wakes the main thread's wait; raises there unless raised already
+            signal.pthread_kill(threading.main_thread().ident, got[0])
         threading.Timer(GRACE_S, lambda: os._exit(self.status)).start()  # a daemon, as this thread is
 
     def announce(self) -> None:
