@@ -54,7 +54,7 @@ def page(published_root, tmp_path_factory) -> tuple[Path, dict]:
     assert proc.returncode in (0, 1), proc.stderr
     report = json.loads((out / "report.json").read_text(encoding="utf-8"))
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    return html_report.write_html(out, report, results), report
+    return html_report.write_html(out, report, results, []), report
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +252,7 @@ def test_a_stopped_run_is_drawn_beside_its_ensemble(browser, page, tmp_path):
         }
     )
     results = json.loads((page[0].parent / "results.json").read_text(encoding="utf-8"))
-    path = html_report.write_html(tmp_path, report, results)
+    path = html_report.write_html(tmp_path, report, results, [])
     try:
         browser.get(path.resolve().as_uri())
         figure = browser.find_element(

@@ -237,7 +237,7 @@ def test_two_verifies_in_the_worst_interleaving_leave_the_last_set(published_roo
 
     real, paused, other_done = html_report.write_html, threading.Event(), threading.Event()
 
-    def write_html(out_dir, report, results, figures=None):
+    def write_html(out_dir, report, results, figures):
         if report["bundles"] == str(published_root):
             paused.set()
             assert other_done.wait(600)

@@ -65,7 +65,7 @@ def _write_gif(path: Path, frames: int = 3) -> None:
 
 
 def test_verdict_claims_and_provenance(tmp_path: Path):
-    page = html_report.write_html(tmp_path, _report(), RESULTS).read_text(encoding="utf-8")
+    page = html_report.write_html(tmp_path, _report(), RESULTS, []).read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>")
     verdict = re.search(r'<div class="verdict (\w+)" id="verdict">([^<]*)', page)
     assert verdict.group(1) == "FAIL" and "1 passed, 1 failed, 1 skipped" in verdict.group(2)
@@ -91,39 +91,34 @@ def test_verdict_claims_and_provenance(tmp_path: Path):
 
 
 def test_self_contained(tmp_path: Path):
-    page = html_report.write_html(tmp_path, _report(), RESULTS).read_text(encoding="utf-8")
+    page = html_report.write_html(tmp_path, _report(), RESULTS, []).read_text(encoding="utf-8")
     assert not re.search(r'(src|href)\s*=\s*"(?!#|data:)', page), "every resource is inline"
     assert "@import" not in page and "url(" not in page
     assert "window.attngeomTerritory" in page and page.count("<canvas") == 2
 
 
 def test_rerun_pairs_only_when_given(tmp_path: Path):
-    assert 'id="rerun-table"' not in html_report.render(tmp_path, _report(), RESULTS)
+    assert 'id="rerun-table"' not in html_report.render(tmp_path, _report(), RESULTS, [])
     pairs = [{"id": "a.pass", "published": "0.121", "rerun": "0.118", "drift": "-0.003"}]
-    page = html_report.render(tmp_path, _report(pairs), RESULTS)
+    page = html_report.render(tmp_path, _report(pairs), RESULTS, [])
     row = re.search(r'<table id="rerun-table">.*?</table>', page, re.DOTALL).group(0)
     assert all(v in row for v in ("a.pass", "0.121", "0.118", "-0.003"))
 
 
 def test_figures_embedded_when_present(tmp_path: Path):
-    assert "No figures in this folder yet" in html_report.render(tmp_path, _report(), RESULTS)
+    """The page shows the entries it is given whose GIF is there, in their order, with title, caption and counters."""
+    assert "No figures in this folder yet" in html_report.render(tmp_path, _report(), RESULTS, [])
     folder = tmp_path / html_report.FIGURES_DIR
     folder.mkdir()
     _write_gif(folder / "b.gif")
     _write_gif(folder / "a.gif")
-    page = html_report.render(tmp_path, _report(), RESULTS)
+    entries = [{"file": f, "title": f, "caption": ""} for f in ("a.gif", "b.gif", "absent.gif")]
+    page = html_report.render(tmp_path, _report(), RESULTS, entries)
     assert page.count('src="data:image/gif;base64,') == 2 and page.index('id="fig-a"') < page.index('id="fig-b"')
     entry = {"file": "b.gif", "title": "Hull crossing", "caption": "the orange body", "counters_text": "0.0 %"}
-    (folder / html_report.FIGURES_JSON).write_text(json.dumps({"figures": [entry]}), encoding="utf-8")
-    page = html_report.render(tmp_path, _report(), RESULTS)
+    page = html_report.render(tmp_path, _report(), RESULTS, [entry])
     assert page.count("data:image/gif;base64,") == 1
     assert all(t in page for t in ("Hull crossing", "the orange body", '<div class="counters">0.0 %</div>'))
-    given = [
-        {"file": "a.gif", "title": "Territory", "caption": ""},
-        {"file": "gone.gif", "title": "Gone", "caption": ""},
-    ]
-    page = html_report.render(tmp_path, _report(), RESULTS, given)  # entries the caller read: not read again
-    assert page.count("data:image/gif;base64,") == 1 and "Territory" in page and "Hull crossing" not in page
 
 
 def test_claims_file_round_trip(tmp_path: Path):
@@ -131,7 +126,7 @@ def test_claims_file_round_trip(tmp_path: Path):
     claims = json.loads((REPO / "expected" / "claims.json").read_text(encoding="utf-8"))["claims"]
     report = _report()
     report["claims"] = [{**c, "verdict": "PASS"} for c in claims]
-    page = html_report.render(tmp_path, report, RESULTS)
+    page = html_report.render(tmp_path, report, RESULTS, [])
     assert re.findall(r'data-claim="([^"]+)"', page) == [c["id"] for c in claims]
 
 
@@ -146,7 +141,7 @@ def test_quotes_on_the_page_show_no_latex(tmp_path: Path):
     claims = json.loads((REPO / "expected" / "claims.json").read_text(encoding="utf-8"))["claims"]
     report = _report()
     report["claims"] = [{**c, "verdict": "PASS"} for c in claims]
-    page = html_report.render(tmp_path, report, RESULTS)
+    page = html_report.render(tmp_path, report, RESULTS, [])
     table = re.search(r'<table id="claims">.*?</table>', page, re.DOTALL).group(0)
     assert "$" not in table and "\\cdot" not in table and "\\," not in table
     assert "the 1/t correction sets" in table
@@ -180,14 +175,14 @@ def test_statistics_table_says_what_the_markdown_says(tmp_path: Path):
         "models": {"softmax": _stats_model(), "yat_b": {**_stats_model(), "best_val": 1.5169}},
         "mathematics": {},
     }
-    page = html_report.render(tmp_path, _report(), results)
+    page = html_report.render(tmp_path, _report(), results, [])
     table = re.search(r'<table id="statistics-table">.*?</table>', page, re.DOTALL).group(0)
     cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>([^<]*)</td>", table)]
     markdown = "\n".join(report.statistics_table(results))
     assert cells and all(c in markdown for c in cells)
     assert "1.4838 (2.141)" in cells and "1.5169 (2.141)" in cells
     assert "steps 0, 1,200, 6,000, 12,000" in table
-    assert 'id="statistics-table"' not in html_report.render(tmp_path, _report(), RESULTS)
+    assert 'id="statistics-table"' not in html_report.render(tmp_path, _report(), RESULTS, [])
 
 
 def test_evidence_warnings_and_a_failed_preflight_in_red(tmp_path: Path):
@@ -197,9 +192,9 @@ def test_evidence_warnings_and_a_failed_preflight_in_red(tmp_path: Path):
     }
     doc["warnings"] = ["--tier published overrides the rerun tier"]
     doc["preflight"] = {"verdict": "FAIL", "steps": 3, "device": "cpu", "file": "fidelity.json"}
-    page = html_report.render(tmp_path, doc, RESULTS)
+    page = html_report.render(tmp_path, doc, RESULTS, [])
     assert "Evidence: smoke rerun (manifest.json: config.preset = smoke)" in page
     assert '<small class="warning">Warning: --tier published overrides the rerun tier</small>' in page
     assert re.search(r'id="preflight" class="preflight FAIL">Fidelity preflight: <span class="badge FAIL">FAIL', page)
     doc["preflight"]["verdict"] = "PASS"
-    assert 'class="preflight PASS"' in html_report.render(tmp_path, doc, RESULTS)
+    assert 'class="preflight PASS"' in html_report.render(tmp_path, doc, RESULTS, [])

@@ -12,7 +12,6 @@ import re
 from html import escape
 from pathlib import Path
 
-from attngeom import schema
 from attngeom.documents import Report, Results
 from attngeom.files import write_atomic
 from attngeom.report import source_note, statistics_rows
@@ -253,18 +252,8 @@ def _robustness(results: dict) -> str:
     )
 
 
-def _figure_entries(folder: Path) -> list[dict]:
-    """The figures' titles and captions from figures.json, else each GIF under its file name."""
-    meta = folder / FIGURES_JSON
-    if meta.is_file():
-        return schema.read_json(meta, schema.FIGURES_JSON)["figures"]
-    return [{"file": p.name, "title": p.stem, "caption": ""} for p in sorted(folder.glob("*.gif"))]
-
-
-def _figures(out_dir: Path, figures: list[dict] | None) -> str:
+def _figures(out_dir: Path, figures: list[dict]) -> str:
     folder = out_dir / FIGURES_DIR
-    if figures is None:
-        figures = _figure_entries(folder) if folder.is_dir() else []
     entries = [e for e in figures if (folder / e["file"]).is_file()]
     if not entries:
         return (
@@ -351,9 +340,9 @@ def _provenance(report: dict) -> str:
 <table id="inputs"><thead><tr><th>input</th><th>where it came from</th><th>sha256</th></tr></thead><tbody>{inputs}</tbody></table>"""
 
 
-def render(out_dir: Path, report: Report, results: Results, figures: list[dict] | None = None) -> str:
-    """The whole page as a string; `figures`: the entries of `out_dir/figures/figures.json` when the
-    caller has read them (None: read here)."""
+def render(out_dir: Path, report: Report, results: Results, figures: list[dict]) -> str:
+    """The whole page as a string; `figures`: the entries of `out_dir/figures/figures.json`, read by the
+    caller (`report_set.drawn_figures`; a figure whose GIF is absent is left out)."""
     n_models = len(results.get("models", {}))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -379,7 +368,7 @@ def render(out_dir: Path, report: Report, results: Results, figures: list[dict] 
 """
 
 
-def write_html(out_dir: Path, report: Report, results: Results, figures: list[dict] | None = None) -> Path:
+def write_html(out_dir: Path, report: Report, results: Results, figures: list[dict]) -> Path:
     """Write `out_dir/index.html` (figures embedded when `out_dir/figures/` holds them; `figures` as `render`)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,7 @@ def definitions(root: Path = KAGGLE_DIR) -> dict[str, KernelDef]:
         folder = meta_path.parent
         try:
             metadata = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError) as exc:
             raise InputError(f"{folder}: unreadable kernel definition ({type(exc).__name__}: {exc})") from exc
         variants = tuple(v for v in PUBLISHED if variant(v).bundle == folder.name)
         if not variants:
