@@ -24,7 +24,7 @@ def test_round_up_keeps_two_significant_digits_and_never_rounds_down(x):
 
 @given(st.lists(VALUES, min_size=2, max_size=12), VALUES)
 def test_the_tolerance_covers_the_published_value_and_every_member(members, published):
-    t = bands.tolerance(members, published)
+    t = bands.tolerance(members, published, ensemble.spread(members, None)["std"])
     assert all(abs(v - published) <= t for v in members)
 
 
@@ -34,7 +34,10 @@ def _summary(members: dict[str, list[float]], step: int = 1200) -> dict:
     for variant, values in members.items():
         spread = ensemble.spread(values, None)
         runs[f"ens-{variant}"] = {
-            "ensemble": {"statistics": {f"{variant}_s0": {"distinct_winners": {str(step): spread}}}}
+            "ensemble": {
+                "config": {"preset": "paper"},
+                "statistics": {f"{variant}_s0": {"distinct_winners": {str(step): spread}}},
+            }
         }
     return {"what": "", "runs": runs}
 
@@ -78,9 +81,9 @@ def test_overlaps_name_only_the_pairs_the_posts_compare():
             "goat_v": {"published": 66.0, "tolerance": 2.0},
         },
     }
-    assert bands.overlaps(band) == []  # softmax and goat_v overlap, but the posts do not compare them
+    assert expected.overlaps(band) == []  # softmax and goat_v overlap, but the posts do not compare them
     band["models"]["yat_b"]["tolerance"] = 12.0
-    assert bands.overlaps(band) == [("softmax", "yat_b")]
+    assert expected.overlaps(band) == [("softmax", "yat_b")]
 
 
 def test_the_bands_command_prints_and_writes_the_derived_bands(tmp_path, capsys):

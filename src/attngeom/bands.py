@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
 from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 
 from attngeom import expected, schema
 from attngeom.errors import InputError
 from attngeom.files import shown, write_json_atomic
+from attngeom.judge import Judgement, passes
+from attngeom.variants import model_of, published_run
 
 MARGIN = "one standard deviation of the members"
 
@@ -41,11 +42,9 @@ def round_up(x: float, digits: int = 2) -> float:
     return float(d.quantize(Decimal(1).scaleb(d.adjusted() - digits + 1), rounding=ROUND_CEILING))
 
 
-def tolerance(members: list[float], published: float) -> float:
-    """The half-width of the band: the farthest member from the published value, plus one standard deviation."""
-    n = len(members)
-    mean = sum(members) / n
-    std = math.sqrt(sum((v - mean) ** 2 for v in members) / (n - 1))
+def tolerance(members: list[float], published: float, std: float) -> float:
+    """The half-width of the band: the farthest member from the published value, plus one standard
+    deviation of the members (`std`, the ensemble's, ddof 1)."""
     return round_up(max(abs(v - published) for v in members) + std)
 
 
@@ -55,9 +54,10 @@ def ensembles_at(doc: dict, step: int) -> dict[str, dict[str, dict]]:
     A model two ensembles cover is refused: their members 0 are the same trajectory."""
     out: dict[str, dict[str, dict]] = {}
     for name, run in doc["runs"].items():
+        preset = run.get("ensemble", {}).get("config", {}).get("preset")
         for model, by_statistic in run.get("ensemble", {}).get("statistics", {}).items():
-            variant, seed = model.rsplit("_s", 1)
-            if seed != "0":
+            variant, seed = model_of(model)
+            if not published_run(preset, seed, variant):
                 continue
             if variant in out:
                 raise InputError(f"two ensembles of {variant}, one of them {name}: keep one per model")
@@ -78,7 +78,7 @@ def derive(rerun_doc: dict, summary_doc: dict, step: int, source: str) -> dict:
             if spread is None or len(spread["members"]) < 2:
                 continue
             members, published = spread["members"], one["published"]
-            t = tolerance(members, published)
+            t = tolerance(members, published, spread["std"])
             one["tolerance"] = t
             one["ensemble"] = {"source": source, "members": members} | {
                 k: spread[k] for k in ("mean", "std", "min", "max")
@@ -91,20 +91,10 @@ def derive(rerun_doc: dict, summary_doc: dict, step: int, source: str) -> dict:
     return doc
 
 
-def overlaps(band: dict) -> list[tuple[str, str]]:
-    """The pairs of models the posts compare (the band's `separates`) whose bands overlap: a run inside
-    both could not tell the two apart, so the comparison is not shown by the bands."""
-    spans = {m: (b["published"] - b["tolerance"], b["published"] + b["tolerance"]) for m, b in band["models"].items()}
-    return [
-        (a, b)
-        for a, b in band.get("separates", [])
-        if a in spans and b in spans and spans[a][0] <= spans[b][1] and spans[b][0] <= spans[a][1]
-    ]
-
-
 def judge_summaries(doc: dict, rerun_doc: dict, step: int) -> list[tuple[str, str, str, float, float, float, bool]]:
     """The runs a summary file keeps (ensembles' members included), judged again on their statistics at
-    `step` with the bands of `rerun_doc`: (run, model, statistic, value, published, tolerance, inside)."""
+    `step` with the bands of `rerun_doc` (as verify judges a stopped run: `judge.passes`): (run, model,
+    statistic, value, published, tolerance, inside)."""
     out = []
     bands = rerun_doc["steps"].get(str(step), {})
     for name, run in doc["runs"].items():
@@ -112,13 +102,17 @@ def judge_summaries(doc: dict, rerun_doc: dict, step: int) -> list[tuple[str, st
         for label, one in members.items():
             who = name if label == name else f"{name} {label}"
             for model, entry in one.get("statistics", {}).items():
-                variant, seed = model.rsplit("_s", 1)
+                variant, seed = model_of(model)
                 for statistic, band in bands.items():
                     value = entry["run"].get(band["statistic"], {}).get(str(step))
-                    if seed != "0" or variant not in band["models"] or value is None:
+                    if (
+                        not published_run(one.get("preset"), seed, variant)
+                        or variant not in band["models"]
+                        or value is None
+                    ):
                         continue
                     b = band["models"][variant]
-                    inside = abs(value - b["published"]) <= b["tolerance"]
+                    inside = passes(value, Judgement(b["published"], "abs", b["tolerance"], b["reason"]))
                     out.append((who, variant, statistic, value, b["published"], b["tolerance"], inside))
     return out
 
@@ -137,7 +131,7 @@ def run_bands(args: argparse.Namespace) -> int:
             print(
                 f"step {args.step} {name:10} {model:8} published {one['published']:<10g} ± {before:g} -> ± {one['tolerance']:g} ({how})"
             )
-        for a, b in overlaps(band):
+        for a, b in expected.overlaps(band):
             print(f"step {args.step} {name}: the bands of {a} and {b} overlap")
     for file in args.judge or []:
         for who, model, name, value, published, t, inside in judge_summaries(

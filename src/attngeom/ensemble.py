@@ -30,15 +30,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
 from attngeom import fetch, schema
 from attngeom.bundles import list_bundles, load_model
 from attngeom.errors import InputError
 from attngeom.files import shown, write_json_atomic
+from attngeom.robustness import summary
 from attngeom.statistics import Measures, applicable, by_step, published_model
 from attngeom.training import rerun, runs
-from attngeom.variants import published_run
+from attngeom.variants import model_key, model_of, published_run
 
 SUMMARY = "ensemble.json"
 MAX_MEMBERS = 64
@@ -61,13 +60,11 @@ def read(path: Path) -> dict:
 
 def spread(values: list[float], published: float | None) -> dict:
     """The members' values of one statistic at one step, their spread, and where the published value stands."""
-    v = np.asarray(values, dtype=np.float64)
-    std = float(v.std(ddof=1)) if len(v) > 1 else 0.0
-    out = {"members": values, "mean": float(v.mean()), "std": std, "min": float(v.min()), "max": float(v.max())}
+    out = {"members": values} | {k: v for k, v in summary(values, ddof=1).items() if k != "n"}
     if published is not None:
         out["published"] = published
-        out["published_inside"] = bool(v.min() <= published <= v.max())
-        out["published_in_std"] = (published - out["mean"]) / std if std > 0 else None
+        out["published_inside"] = bool(out["min"] <= published <= out["max"])
+        out["published_in_std"] = (published - out["mean"]) / out["std"] if out["std"] > 0 else None
     return out
 
 
@@ -83,28 +80,33 @@ def member_statistics(run_dir: Path, manifest: dict) -> dict[str, dict[str, dict
             if manifest.get("stopped_after") is None:
                 m = Measures.of(model)
                 entry["final"] = {key: s.per_window(m)[0].item() for key, s in applicable(model).items()}
-            out[f"{variant}_s{seed}"] = entry
+            out[model_key(variant, seed)] = entry
     return out
 
 
-def summarise(ensemble: Path, plan: dict, folders: dict[str, Path]) -> dict:
-    """ensemble.json: the plan, each member's state and verdict, and the spread of the finished members."""
+def summarise(ensemble: Path, plan: dict, folders: dict[str, Path], known: dict | None = None) -> dict:
+    """ensemble.json: the plan, each member's state and verdict, and the spread of the finished members.
+
+    `known` keeps each finished member's statistics between calls (by folder and stopping step), so
+    that rewriting the summary after every member measures each member once."""
+    known = {} if known is None else known
     members, finished = {}, {}
     for m in range(plan["members"]):
         path = member_dir(ensemble, m)
-        if not (path / runs.MANIFEST).is_file():
-            members[str(m)] = {"state": "not started"}
+        state, manifest = member_state(path)
+        if manifest is None:
+            members[str(m)] = {"state": state}
             continue
-        manifest = runs.read_manifest(path / runs.MANIFEST)
-        done = manifest["completed"] is True
+        done = state != "unfinished"
         members[str(m)] = {
-            "state": "complete" if done else "unfinished",
+            "state": "complete" if done else state,
             "stopped_after": manifest.get("stopped_after"),
             "wall_s": manifest.get("wall_s"),
             "verify_exit": manifest.get("verify_exit"),
         }
         if done:
-            finished[m] = member_statistics(path, manifest)
+            key = (str(path), manifest.get("stopped_after"))
+            finished[m] = known[key] = known.get(key) or member_statistics(path, manifest)
     stats: dict[str, dict] = {}
     for m, by_model in finished.items():
         for model, by_name in by_model.items():
@@ -113,8 +115,8 @@ def summarise(ensemble: Path, plan: dict, folders: dict[str, Path]) -> dict:
                     stats.setdefault(model, {}).setdefault(name, {}).setdefault(step, {})[m] = v
     out = {}
     for model, by_name in stats.items():
-        variant, seed = model.rsplit("_s", 1)
-        comparable = published_run(plan["config"]["preset"], int(seed), variant) and variant in folders
+        variant, seed = model_of(model)
+        comparable = published_run(plan["config"]["preset"], seed, variant) and variant in folders
         ref = published_model(folders[variant], variant)[1] if comparable else {}
         out[model] = {
             name: {
@@ -127,9 +129,9 @@ def summarise(ensemble: Path, plan: dict, folders: dict[str, Path]) -> dict:
     return {**plan, "member_runs": members, "statistics": out}
 
 
-def write_summary(ensemble: Path, plan: dict) -> dict:
-    """Recompute and write ensemble.json from the members' folders."""
-    doc = summarise(ensemble, plan, list_bundles(fetch.fetch_bundles()).folders())
+def write_summary(ensemble: Path, plan: dict, folders: dict[str, Path], known: dict) -> dict:
+    """Recompute and write ensemble.json from the members' folders (`summarise`)."""
+    doc = summarise(ensemble, plan, folders, known)
     write_json_atomic(Path(ensemble) / SUMMARY, doc)
     return doc
 
@@ -150,37 +152,33 @@ def new_plan(args: argparse.Namespace) -> dict:
 MODES = ("together", "sequential")
 
 
-def together(args: argparse.Namespace) -> bool:
-    """Whether the members train together (`--members-mode`; by default on a GPU, not on a CPU, where
-    `bench train --members` measures one after another as faster)."""
+def together(args: argparse.Namespace, platform: str) -> bool:
+    """Whether the members train together (`--members-mode`; by default on a GPU, not on a CPU (`platform`),
+    where `bench train --members` measures one after another as faster)."""
     if args.members_mode is None:
-        from attngeom.training.device_probe import check_device
-
-        args.members_mode = "sequential" if check_device() == "cpu" else "together"
+        args.members_mode = "sequential" if platform == "cpu" else "together"
     if args.members_mode == "sequential" and args.time_limit is not None:
         raise InputError("--time-limit: only for members trained together (--members-mode together)")
     return args.members_mode == "together"
 
 
-def run(
-    args: argparse.Namespace,
-    run_member: Callable[[argparse.Namespace, rerun.Plan | None], int],
-    run_together: Callable[[list[tuple[argparse.Namespace, rerun.Plan]]], int],
-) -> int:
-    """Train (or carry on) every member with `run_member(args, plan)` (the rerun command), or all of them
-    at once with `run_together([(args, plan), ...])`, then summarise; the exit status is the worst of the
+def run(args: argparse.Namespace, train_and_judge: Callable[[list[tuple[argparse.Namespace, rerun.Plan]]], int]) -> int:
+    """Train (or carry on) the members with `train_and_judge([(args, plan), ...])` (the rerun command's):
+    one member per call, or all of them in one call when they train together; then summarise. The
+    device is prepared once, before the mode is chosen on it. The exit status is the worst of the
     members' verifications."""
-    at_once = together(args)
+    at_once = together(args, rerun.prepare_device())
     if args.resume:
         ensemble = args.resume
         plan = {k: v for k, v in read(ensemble).items() if k in ("what", "members", "config")}
     else:
         plan = new_plan(args)
         ensemble = runs.new_run_dir(args.out, f"{plan['config']['preset']}-ensemble{args.members}")
-        write_summary(ensemble, plan)
+    folders, known = list_bundles(fetch.fetch_bundles()).folders(), {}
+    doc = write_summary(ensemble, plan, folders, known)
     print(f"ensemble folder: {shown(ensemble)}")
     base = rerun.Plan.from_manifest(plan["config"], Path(ensemble) / SUMMARY)
-    states = [_state(member_dir(ensemble, m)) for m in range(plan["members"])]
+    states = [member_state(member_dir(ensemble, m))[0] for m in range(plan["members"])]
     carry_on = all(s == "stopped" for s in states)
     jobs = [
         (
@@ -188,7 +186,7 @@ def run(
                 **{
                     **vars(args),
                     "out": member_dir(ensemble, m),
-                    "resume": None if state == "new" else member_dir(ensemble, m),
+                    "resume": None if state == "not started" else member_dir(ensemble, m),
                 }
             ),
             replace(base, cfg=replace(base.cfg, member=m)),
@@ -197,29 +195,28 @@ def run(
         if not (state == "complete" or (state == "stopped" and not carry_on))
     ]
     status = 0
-    if at_once and jobs:
-        print(f"members {', '.join(str(p.cfg.member) for _, p in jobs)} of {plan['members']}, trained together")
+    for group in ([jobs] if jobs else []) if at_once else [[job] for job in jobs]:
+        members = ", ".join(str(p.cfg.member) for _, p in group)
+        print(
+            f"members {members} of {plan['members']}, trained together"
+            if at_once
+            else f"member {members} of {plan['members']}"
+        )
         try:
-            status = run_together(jobs)
+            status = max(status, train_and_judge(group))
         finally:
-            write_summary(ensemble, plan)
-    for member_args, member_plan in [] if at_once else jobs:
-        print(f"member {member_plan.cfg.member} of {plan['members']}")
-        try:
-            status = max(status, run_member(member_args, member_plan))
-        finally:
-            write_summary(ensemble, plan)  # what finished is kept, whatever stops the next member
-    doc = read(ensemble)
+            doc = write_summary(ensemble, plan, folders, known)  # what finished is kept, whatever stops the next member
     done = sum(r["state"] == "complete" for r in doc["member_runs"].values())
     print(f"ensemble: {done} of {plan['members']} members complete: {shown(Path(ensemble) / SUMMARY)}")
     return status
 
 
-def _state(path: Path) -> str:
-    """A member folder's state: new, unfinished, stopped (complete, stopped early) or complete."""
+def member_state(path: Path) -> tuple[str, dict | None]:
+    """A member folder's state (not started, unfinished, stopped: complete and stopped early, or
+    complete) and its manifest."""
     if not (path / runs.MANIFEST).is_file():
-        return "new"
+        return "not started", None
     manifest = runs.read_manifest(path / runs.MANIFEST)
     if manifest["completed"] is not True:
-        return "unfinished"
-    return "stopped" if manifest.get("stopped_after") is not None else "complete"
+        return "unfinished", manifest
+    return ("stopped" if manifest.get("stopped_after") is not None else "complete"), manifest

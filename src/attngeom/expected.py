@@ -94,3 +94,14 @@ def sha256_of(folder: Path | None = None) -> dict[str, str]:
     """sha256 of each expected-values file, for the report's provenance."""
     root = folder or EXPECTED_DIR
     return {p.name: sha256_file(p) for p in sorted(root.glob("*.json"))}
+
+
+def overlaps(band: dict) -> list[tuple[str, str]]:
+    """The pairs of models the posts compare (the band's `separates`) whose bands overlap: a run inside
+    both could not tell the two apart, so the comparison is not shown by the bands."""
+    spans = {m: (b["published"] - b["tolerance"], b["published"] + b["tolerance"]) for m, b in band["models"].items()}
+    return [
+        (a, b)
+        for a, b in band.get("separates", [])
+        if a in spans and b in spans and spans[a][0] <= spans[b][1] and spans[b][0] <= spans[a][1]
+    ]

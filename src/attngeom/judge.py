@@ -14,7 +14,6 @@ import math
 from dataclasses import dataclass
 
 from attngeom import expected
-from attngeom.bands import overlaps
 from attngeom.claims import CLAIM_FUNCTIONS, MODEL_ARGS
 from attngeom.documents import ClaimRow, Counts, Results
 
@@ -133,14 +132,14 @@ def stopped_run_entries(stopped_after: int) -> list[dict]:
 
 def separation_notes(stopped_after: int) -> list[str]:
     """For a run stopped early: the comparisons of the posts that the bands at the steps it reached do not
-    show, because the two models' bands overlap (bands.overlaps)."""
+    show, because the two models' bands overlap (expected.overlaps)."""
     return [
         f"at step {step} the bands of {a} and {b} ({band['label']}) overlap: a run inside both does not "
         "tell the two apart as the posts do"
         for step, statistics in expected.load_steps().items()
         if step <= stopped_after
         for band in statistics.values()
-        for a, b in overlaps(band)
+        for a, b in expected.overlaps(band)
     ]
 
 

@@ -41,38 +41,20 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--time-limit: a positive number of seconds")
     args.deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
     if args.members is not None or (args.resume and ensemble.is_ensemble(args.resume)):
-        return ensemble.run(args, run_one, run_together)
+        return ensemble.run(args, train_and_judge)
     if args.members_mode is not None:
         raise InputError("--members-mode: only for an ensemble (--members K, or --resume of an ensemble folder)")
-    return run_one(args)
-
-
-def run_one(args: argparse.Namespace, plan: rerun.Plan | None = None) -> int:
-    """Train (or continue an interrupted run), write, verify; the exit status is the verification's.
-
-    A new run follows `plan` when given (an ensemble member), else the options."""
-    folder, plan, corpus = rerun.open_run(args, plan)
-    print(f"run folder: {folder.path}")
-    try:
-        if not args.resume:
-            from attngeom.training.fidelity import run_preflight
-
-            run_preflight(folder, plan.variants, args.preflight)
-        cfg, walls = rerun.train_bundles(
-            [folder], plan.cfg, corpus, plan.variants, plan.seeds, args.quiet, deadline=args.deadline
-        )
-        return _judge_and_finish(folder, replace(plan, cfg=cfg), walls[0])
-    except BaseException as exc:
-        folder.fail(exc)
-        raise
-    finally:
-        folder.release()
-
-
-def run_together(jobs: list[tuple[argparse.Namespace, rerun.Plan]]) -> int:
-    """Ensemble members `(args, plan)` trained together (`training.together`), each then verified alone
-    into its own folder; the exit status is the worst verification's."""
     rerun.prepare_device()
+    return train_and_judge([(args, None)])
+
+
+def train_and_judge(jobs: list[tuple[argparse.Namespace, rerun.Plan | None]]) -> int:
+    """Open (or reopen with --resume) each job's run folder, train them, verify each alone into its own
+    folder and mark it complete; the exit status is the worst verification's.
+
+    One job is a run (its plan from the options when None) or one ensemble member; several are ensemble
+    members trained together (`training.together`). The device is prepared already (`prepare_device`).
+    """
     opened: list[tuple[runs.RunFolder, rerun.Plan, object]] = []
     try:
         for member_args, member_plan in jobs:

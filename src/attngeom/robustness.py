@@ -22,13 +22,13 @@ from attngeom import bundles, expected, statistics
 from attngeom.bundles import BundleModel
 
 
-def summary(values) -> dict:
-    """n, mean, population standard deviation, min and max."""
+def summary(values, ddof: int = 0) -> dict:
+    """n, mean, standard deviation (population; `ddof=1`: of a sample, 0 for one value), min and max."""
     v = np.asarray(values, dtype=np.float64)
     return {
         "n": int(v.size),
         "mean": float(v.mean()),
-        "std": float(v.std()),
+        "std": float(v.std(ddof=ddof)) if v.size > ddof else 0.0,
         "min": float(v.min()),
         "max": float(v.max()),
     }

@@ -22,7 +22,7 @@ from attngeom.errors import InputError
 from attngeom.files import sha256_file, shown, write_json_atomic
 from attngeom.statistics import by_step, published_model
 from attngeom.training.runs import MANIFEST, REPORT, read_manifest
-from attngeom.variants import published_run
+from attngeom.variants import model_key, published_run
 
 
 def shown_command(command: str) -> str:
@@ -95,7 +95,7 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
                     for name, by_step in published_stats.items()
                 }
                 entry["maps_against_published_seed0"] = map_differences(model, reference)
-            out[f"{variant}_s{seed}"] = entry
+            out[model_key(variant, seed)] = entry
     report = _report(run_dir, models)
     return {
         "command": shown_command(manifest.get("command", "")),

@@ -76,6 +76,17 @@ def kernel_law(name: str) -> bool | None:
 PUBLISHED_PRESET, PUBLISHED_SEED = "paper", 0
 
 
+def model_key(variant: str, seed: int) -> str:
+    """How summaries, ensembles and wall times name one model of a run: `<variant>_s<seed>`."""
+    return f"{variant}_s{seed}"
+
+
+def model_of(key: str) -> tuple[str, int]:
+    """The variant and seed a `model_key` names."""
+    variant, seed = key.rsplit("_s", 1)
+    return variant, int(seed)
+
+
 def published_run(preset: str, seed: int, name: str) -> bool:
     """Whether a run of this preset, seed and variant retrains one the author published (the only runs
     whose statistics can stand beside the published bundles')."""

@@ -34,7 +34,7 @@ from attngeom.training import data, runs
 from attngeom.training.config import TrainConfig, preset
 from attngeom.training.device import deterministic_device
 from attngeom.training.device_probe import check_device
-from attngeom.variants import BUNDLES
+from attngeom.variants import BUNDLES, model_key
 
 MAX_WINDOWS = 256
 
@@ -134,7 +134,7 @@ def train_bundles(
             for i, (folder, result) in enumerate(zip(folders, trained)):
                 write_model(folder.path / bundle, result)
                 results[i].append(result)
-                walls[i][f"{variant}_s{seed}"] = round(result.wall_s, 3)
+                walls[i][model_key(variant, seed)] = round(result.wall_s, 3)
                 write_run_json(folder.path / bundle, results[i], cfg)
                 best = "no evaluation yet" if result.best_val is None else f"best val {result.best_val:.4f} nats"
                 who = f"member {group[i].member}: " if len(folders) > 1 else ""
@@ -192,16 +192,9 @@ def prepare_device() -> str:
     return check_device()  # before a run folder is claimed: a bad XLA_FLAGS or JAX_PLATFORMS leaves none behind
 
 
-def open_run(args: argparse.Namespace, plan: Plan | None = None) -> tuple[runs.RunFolder, Plan, data.Corpus]:
-    """The device set, then the run folder (new, or reopened with --resume), its plan and the corpus.
-
-    A new run follows `plan` when given (an ensemble member), else the options."""
-    prepare_device()
-    return open_folder(args, plan)
-
-
 def open_folder(args: argparse.Namespace, plan: Plan | None = None) -> tuple[runs.RunFolder, Plan, data.Corpus]:
-    """`open_run` on a device already prepared."""
+    """The run folder (new, or reopened with --resume), its plan and the corpus, on a device prepared
+    already (`prepare_device`). A new run follows `plan` when given (an ensemble member), else the options."""
     if args.resume:
         folder, plan = resume_run(args.resume)
         return folder, plan, data.load_corpus()
