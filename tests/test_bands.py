@@ -63,9 +63,9 @@ def test_a_derived_band_covers_every_member_and_one_moved_outside_it_fails():
     schema.check(new, schema.RERUN_JSON, "derived")
 
 
-def test_an_ensemble_of_one_member_or_two_of_one_model_derives_nothing():
-    one = bands.derive(_current(), _summary({"yat_b": [50.0]}), 1200, "x")
-    assert one == _current()
+def test_an_ensemble_of_fewer_than_four_members_or_two_of_one_model_derives_nothing():
+    for n in range(1, bands.MIN_MEMBERS):
+        assert bands.derive(_current(), _summary({"yat_b": [50.0 + i for i in range(n)]}), 1200, "x") == _current()
     doc = _summary({"yat_b": [1.0, 2.0]})
     doc["runs"]["again"] = copy.deepcopy(doc["runs"]["ens-yat_b"])
     with pytest.raises(Exception, match="two ensembles of yat_b"):
