@@ -30,6 +30,7 @@ from flax import nnx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from attngeom import options, schema
 from attngeom.cli import Parser, entry
 from attngeom.training import config, data, together, train
 from attngeom.training.fidelity import LOSS_RTOL
@@ -121,7 +122,10 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per method (the median is reported)")
     parser.add_argument("--chunk", type=int, help="harness steps per device call (default: the preset's)")
     parser.add_argument(
-        "--members", type=int, metavar="K", help="also K ensemble members: one after another vs together"
+        "--members",
+        type=options.integer(2, schema.MAX_MEMBERS, "a number of members"),
+        metavar="K",
+        help="also K ensemble members: one after another vs together",
     )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
@@ -148,8 +152,6 @@ def main() -> int:
             "ratio": ours / base,
             "identical_losses": identical,
         }
-    if args.members is not None and args.members < 2:
-        parser.error("--members: at least 2")
     ensemble = {}
     if args.members:
         print(

@@ -115,7 +115,7 @@ def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_a
 def test_bad_ensemble_options_are_one_line_errors(tmp_path, monkeypatch, capsys):
     restore_device_settings(monkeypatch)
     assert cli.main(["rerun", "--preset", "smoke", "--members", "1", "--out", str(tmp_path / "e")]) == 2
-    assert "--members: from 2 to" in capsys.readouterr().err
+    assert "from 2 to 64, got 1" in capsys.readouterr().err
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / ensemble.SUMMARY).write_text("{}")
     assert cli.main(["rerun", "--resume", str(tmp_path / "bad")]) == 2

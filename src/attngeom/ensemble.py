@@ -40,7 +40,6 @@ from attngeom.training import rerun, runs
 from attngeom.variants import model_key, model_of, published_run
 
 SUMMARY = "ensemble.json"
-MAX_MEMBERS = 64
 
 
 def member_dir(ensemble: Path, member: int) -> Path:
@@ -138,8 +137,6 @@ def write_summary(ensemble: Path, plan: dict, folders: dict[str, Path], known: d
 
 def new_plan(args: argparse.Namespace) -> dict:
     """The plan of a new ensemble, checked like a rerun's."""
-    if not 2 <= args.members <= MAX_MEMBERS:
-        raise InputError(f"--members: from 2 to {MAX_MEMBERS} (member 0 and at least one perturbed trajectory)")
     base = rerun.options(args)
     return {
         "what": f"{args.members} trajectories of one configuration: member 0 the plain rerun, member m >= 1 "

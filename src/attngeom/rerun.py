@@ -15,9 +15,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from attngeom import ensemble
+from attngeom import ensemble, schema
 from attngeom.errors import InputError
-from attngeom.options import list_of, step_count, subcommand, variants_option
+from attngeom.options import integer, list_of, step_count, subcommand, variants_option
 from attngeom.options import seed as seed_option
 from attngeom.training import rerun, runs
 from attngeom.training.config import PRESET_NAMES
@@ -127,7 +127,7 @@ def register(subparsers) -> None:
         ("--resume", Path, "RUN", "continue an interrupted run folder from its checkpoints (its own options are used)"),
         (
             "--members",
-            int,
+            integer(2, schema.MAX_MEMBERS, "a number of members (member 0 and at least one perturbed trajectory)"),
             "K",
             "an ensemble: K trajectories, member m >= 1 starting one float32 ulp away (see `attngeom.ensemble`)",
         ),

@@ -21,6 +21,7 @@ from attngeom.training.config import PRESET_NAMES
 
 MAX_JSON_BYTES = 64 << 20
 MAX_DEPTH = 64
+MAX_MEMBERS = 64  # the most members an ensemble has (`rerun --members K`: from 2)
 MAX_INT_DIGITS = 19
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
@@ -292,7 +293,7 @@ RERUN_JSON = Record(
                                     "ensemble": Record(
                                         {
                                             "source": Text(),
-                                            "members": Items(Number(), min_len=2, max_len=64),
+                                            "members": Items(Number(), min_len=2, max_len=MAX_MEMBERS),
                                             **{k: Number() for k in ("mean", "std", "min", "max")},
                                         },
                                         required=("source", "members", "mean", "std", "min", "max"),
@@ -359,7 +360,7 @@ REPORT_JSON = Record(
 ENSEMBLE_JSON = Record(
     {
         "what": Text(),
-        "members": Number(2, 64, integer=True),  # ensemble.MAX_MEMBERS
+        "members": Number(2, MAX_MEMBERS, integer=True),
         "config": MANIFEST_JSON.fields["config"],
         "member_runs": Record(other=Record({"state": Text(32)}, required=("state",))),
         "statistics": Record(other=Record(other=Record(other=Record({"members": Items(Number())})))),
