@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trained_runs import restore_device_settings, same_as_the_whole_run
+from trained_runs import interrupt_training, restore_device_settings, same_as_the_whole_run
 
 from attngeom import cli, ensemble
 from attngeom.training import runs, train
@@ -44,23 +44,6 @@ def test_the_spread_says_where_the_published_value_stands(values, published):
     assert s["std"] >= 0 and (len(set(values)) > 1 or s["std"] == 0)
     assert s["members"] == values and s["min"] == min(values) and s["max"] == max(values)
     assert "published" not in ensemble.spread(values, None)
-
-
-def _interrupt_member(monkeypatch, member: int, step: int):
-    """Ctrl-C once, in `member`'s training, after the chunk at `step` is logged."""
-    real = train.train_variant
-    fired = []
-
-    def train_variant(v, seed, cfg, corpus, on_steps, **kwargs):
-        def stop(first, losses):
-            on_steps(first, losses)
-            if cfg.member == member and first >= step and not fired:
-                fired.append(first)
-                raise KeyboardInterrupt
-
-        return real(v, seed, cfg, corpus, on_steps=stop, **kwargs)
-
-    monkeypatch.setattr(train, "train_variant", train_variant)
 
 
 def _losses(member: Path) -> list[float]:
@@ -99,7 +82,7 @@ def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_a
 
     cut = tmp_path / "cut"
     with monkeypatch.context() as m:
-        _interrupt_member(m, member=1, step=23)
+        interrupt_training(m, 23, member=1)
         assert cli.main([*opts, "--out", str(cut)]) == 130
     states = [r["state"] for r in ensemble.read(cut)["member_runs"].values()]
     assert states == ["complete", "unfinished", "not started"]  # what finished is kept

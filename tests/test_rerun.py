@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from trained_runs import SMOKE_SEEDS, XLA_ISAS, restore_device_settings, same_as_the_whole_run
+from trained_runs import SMOKE_SEEDS, XLA_ISAS, interrupt_training, restore_device_settings, same_as_the_whole_run
 
 from attngeom import bundles, cli, rerun, schema
 from attngeom.bundles import RUN_JSON, load_models
@@ -112,27 +112,12 @@ def test_an_interrupted_rerun_stays_incomplete_and_is_not_written_over(tmp_path,
     assert "never written over" in capsys.readouterr().err
 
 
-def _interrupt_at(monkeypatch, variant: str, step: int):
-    """Make training raise KeyboardInterrupt once `variant` has logged the chunk at `step`, as Ctrl-C would."""
-    real = train.train_variant
-
-    def train_variant(v, seed, cfg, corpus, on_steps, **kwargs):
-        def stop(first, losses):
-            on_steps(first, losses)
-            if v == variant and first >= step:
-                raise KeyboardInterrupt
-
-        return real(v, seed, cfg, corpus, on_steps=stop, **kwargs)
-
-    monkeypatch.setattr(train, "train_variant", train_variant)
-
-
 @pytest.mark.slow
 def test_a_resumed_rerun_writes_the_bundles_of_an_uninterrupted_one(smoke_run, tmp_path, monkeypatch, capsys):
     restore_device_settings(monkeypatch)
     opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "softmax,yat_b", "--quiet"]
     with monkeypatch.context() as m:
-        _interrupt_at(m, "yat_b", 23)  # steps 23..39 logged, the last checkpoint at 20
+        interrupt_training(m, 23, "yat_b")  # steps 23..39 logged, the last checkpoint at 20
         assert cli.main([*opts, "--out", str(tmp_path / "cut")]) == 130
     assert (tmp_path / "cut" / runs.CHECKPOINTS / "yat_b_s1.npz").is_file()
     assert cli.main(["rerun", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
@@ -263,7 +248,7 @@ def interrupted_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("interrupted") / "run"
     with pytest.MonkeyPatch.context() as m:
         restore_device_settings(m)
-        _interrupt_at(m, "softmax", 23)
+        interrupt_training(m, 23, "softmax")
         opts = ["rerun", "--preset", "smoke", "--seed", "1", "--variants", "softmax", "--windows", "2", "--quiet"]
         assert cli.main([*opts, "--out", str(out)]) == 130
     assert runs.checkpoint_step(runs.checkpoint_path(out, "softmax", 1), 60) == 20

@@ -100,3 +100,22 @@ def restore_device_settings(monkeypatch):
             monkeypatch.setenv(name, os.environ[name])
         else:
             monkeypatch.delenv(name, raising=False)
+
+
+def interrupt_training(monkeypatch, step: int, variant: str | None = None, member: int | None = None) -> None:
+    """Raise KeyboardInterrupt once, as Ctrl-C would, in the training of `variant` of ensemble member
+    `member` (None: any) once it has logged the chunk at `step`."""
+    from attngeom.training import train
+
+    real, fired = train.train_variant, []
+
+    def train_variant(v, seed, cfg, corpus, on_steps, **kwargs):
+        def stop(first, losses):
+            on_steps(first, losses)
+            if variant in (None, v) and member in (None, cfg.member) and first >= step and not fired:
+                fired.append(first)
+                raise KeyboardInterrupt
+
+        return real(v, seed, cfg, corpus, on_steps=stop, **kwargs)
+
+    monkeypatch.setattr(train, "train_variant", train_variant)
