@@ -137,12 +137,13 @@ def test_summarise_counts_and_fails_on_any_failure():
 
 
 def test_a_stopped_run_gets_a_row_per_statistic_at_each_step_it_reached():
-    assert judge.stopped_run_entries(1199) == []
-    entries = judge.stopped_run_entries(1200)
+    assert judge.steps_reached("all", 1200) == judge.steps_reached("truncated", None) == {}  # not a stopped run
+    assert judge.stopped_run_entries(judge.steps_reached("truncated", 1199)) == []
+    entries = judge.stopped_run_entries(judge.steps_reached("truncated", 1200))
     assert {e["id"] for e in entries} == {
         f"step1200.{m}.{s}" for m in ("softmax", "yat_b", "goat_v") for s in ("occupancy", "entropy")
     }
-    assert len(judge.stopped_run_entries(11998)) == 12
+    assert len(judge.stopped_run_entries(judge.steps_reached("truncated", 11998))) == 12
     row = next(e for e in entries if e["id"] == "step1200.yat_b.entropy")
     j = judge.judgement_for(row, "published", {}, "truncated")
     assert (j.value, j.tolerance) == (0.753121, 0.03) and passes(0.7581, j) and not passes(0.79, j)

@@ -104,9 +104,17 @@ def models_needed(entry: dict) -> list[str]:
     return [entry["args"][name] for name in MODEL_ARGS if name in entry["args"]]
 
 
-def stopped_run_entries(stopped_after: int) -> list[dict]:
-    """Claim-shaped entries for a run stopped early: its statistics at each telemetry step it reached,
-    against the published bundles' maps at that step, within the band of the author's own reruns."""
+def steps_reached(scope: str, stopped_after: int | None) -> dict[int, dict[str, dict]]:
+    """rerun.json's bands (`expected.load_steps`) at the telemetry steps a run stopped early reached;
+    none for any other evidence."""
+    if scope != "truncated" or stopped_after is None:
+        return {}
+    return {step: statistics for step, statistics in expected.load_steps().items() if step <= stopped_after}
+
+
+def stopped_run_entries(reached: dict[int, dict[str, dict]]) -> list[dict]:
+    """Claim-shaped entries for a run stopped early: its statistics at each telemetry step it reached
+    (`steps_reached`), against the published bundles' maps at that step, within the step's band."""
     return [
         {
             "id": f"step{step}.{model}.{name}",
@@ -123,21 +131,19 @@ def stopped_run_entries(stopped_after: int) -> list[dict]:
             "tier": STOPPED_RUN,
         }
         | ({"ensemble": {**one["ensemble"], "published": one["published"]}} if "ensemble" in one else {})
-        for step, statistics in expected.load_steps().items()
-        if step <= stopped_after
+        for step, statistics in reached.items()
         for name, band in statistics.items()
         for model, one in band["models"].items()
     ]
 
 
-def separation_notes(stopped_after: int) -> list[str]:
-    """For a run stopped early: the comparisons of the posts that the bands at the steps it reached do not
-    show, because the two models' bands overlap (expected.overlaps)."""
+def separation_notes(reached: dict[int, dict[str, dict]]) -> list[str]:
+    """For a run stopped early: the comparisons of the posts that the bands at the steps it reached
+    (`steps_reached`) do not show, because the two models' bands overlap (expected.overlaps)."""
     return [
         f"at step {step} the bands of {a} and {b} ({band['label']}) overlap: a run inside both does not "
         "tell the two apart as the posts do"
-        for step, statistics in expected.load_steps().items()
-        if step <= stopped_after
+        for step, statistics in reached.items()
         for band in statistics.values()
         for a, b in expected.overlaps(band)
     ]
@@ -151,14 +157,17 @@ def _measure(entry: dict, results: dict):
 
 
 def judge_all(
-    results: Results, tier: str, scope: str = "all", stopped_after: int | None = None, claims: list[dict] | None = None
+    results: Results,
+    tier: str,
+    scope: str = "all",
+    claims: list[dict] | None = None,
+    reached: dict[int, dict[str, dict]] | None = None,
 ) -> list[ClaimRow]:
     """One row per claim in expected/ (`claims`: its entries, when read already), and for a run stopped
-    early one per statistic at each step it reached."""
+    early one per statistic at each step it reached (`reached`: `steps_reached`)."""
     entries = list(expected.load_claims() if claims is None else claims)
     rerun = expected.load_rerun(claims=entries)
-    if scope == "truncated" and stopped_after is not None:
-        entries += stopped_run_entries(stopped_after)
+    entries += stopped_run_entries(reached or {})
     rows = []
     for entry in entries:
         how = judgement_for(entry, tier, rerun, scope)

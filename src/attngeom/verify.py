@@ -68,9 +68,9 @@ def run_verify(
     with threadpool_limits(limits=1, user_api="blas"):  # see BLAS_THREADS
         robust, robust_inputs = robustness.measure(listing, models, plain, claims)
         results = {**compute_results(models, companion_runs, plain), "robustness": robust}
-    rows = judge.judge_all(results, tier, ev.scope, ev.stopped_after, claims)
-    if ev.scope == "truncated" and ev.stopped_after is not None:
-        warnings += judge.separation_notes(ev.stopped_after)
+    reached = judge.steps_reached(ev.scope, ev.stopped_after)  # rerun.json's steps, read once
+    rows = judge.judge_all(results, tier, ev.scope, claims, reached)
+    warnings += judge.separation_notes(reached)
     inputs = {**hashes, **{p: sha256_file(p) for p in [*robust_inputs, companion_runs] if p not in hashes}}
     doc = Report(
         summary=judge.summarise(rows),
