@@ -12,7 +12,7 @@
 #   bench/gpu_check.sh --smoke OUTDIR    every step, tiny (any machine; a test runs it on a CPU)
 #   bench/gpu_check.sh [--smoke] --ensemble OUTDIR
 #       instead: the ensemble of 4 members of each variant (paper preset, vmapped) in one command
-#       of at most ATTNGEOM_ENSEMBLE_S seconds (540; 1800 with --smoke): bench/gpu_budget.py sizes
+#       of at most ATTNGEOM_ENSEMBLE_S seconds (540; with --smoke: 1800, 2 members of yat_b): bench/gpu_budget.py sizes
 #       it from the FLOPs of the compiled step (the step to stop after, when the 12,000 do not
 #       fit), `rerun --time-limit`
 #       stops it in time to judge every member, and `timeout` ends it as a signal would; whatever

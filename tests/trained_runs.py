@@ -38,6 +38,20 @@ class SmokeRuns:
     def __init__(self, root: Path, repo: Path):
         self.root, self.repo = root, repo
         self._runs: dict[str, TrainedRun] = {}
+        self._started: dict[str, tuple[Path, subprocess.Popen]] = {}
+
+    def start(self) -> None:
+        """Start every code generation's run at once (once), since much of a smoke run (compiling,
+        verifying) is single-threaded and two of them share two cores well."""
+        if not self._started and not self._runs:
+            self._started = {name: self._start(name) for name in XLA_ISAS}
+
+    def stop(self) -> None:
+        """End the runs still under way (a session that ended before it read them)."""
+        for _, popen in self._started.values():
+            if popen.poll() is None:
+                popen.kill()
+                popen.communicate()
 
     def _start(self, isa: str) -> tuple[Path, subprocess.Popen]:
         out = self.root / isa / "run"
@@ -49,15 +63,15 @@ class SmokeRuns:
         return out, subprocess.Popen(cmd, env=env, cwd=self.repo, stdout=pipe, stderr=pipe, text=True)
 
     def __getitem__(self, isa: str) -> TrainedRun:
-        """The run of `isa`; the first use starts every code generation's run at once, since much of a smoke
-        run (compiling, verifying) is single-threaded and two of them share two cores well."""
+        """The run of `isa`, started (`start`) if it was not yet, once they have all ended."""
         if not self._runs:
-            started = {name: self._start(name) for name in XLA_ISAS}
-            for name, (out, popen) in started.items():
+            self.start()
+            for name, (out, popen) in self._started.items():
                 stdout, stderr = popen.communicate(timeout=1800)
                 self._runs[name] = TrainedRun(
                     out, subprocess.CompletedProcess(popen.args, popen.returncode, stdout, stderr)
                 )
+            self._started = {}
         return self._runs[isa]
 
 
