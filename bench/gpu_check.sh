@@ -9,7 +9,7 @@
 # GPU (not yet run on one).
 #
 #   bench/gpu_check.sh [OUTDIR]          results under $OUT if set, else OUTDIR
-#   bench/gpu_check.sh --smoke OUTDIR    every step, tiny (any machine; a test runs it on a CPU)
+#   bench/gpu_check.sh --smoke OUTDIR    every step, tiny, the rerun of softmax alone (any machine; a test runs it on a CPU)
 #   bench/gpu_check.sh [--smoke] --ensemble OUTDIR
 #       instead: the ensemble of 4 members of each variant (paper preset, vmapped) in one command
 #       of at most ATTNGEOM_ENSEMBLE_S seconds (540; with --smoke: 1800, 2 members of yat_b): bench/gpu_budget.py sizes
@@ -49,15 +49,15 @@ fi
 if [ "$smoke" = 1 ]; then
   fidelity_args=(--steps 1 --variants softmax)
   bench_args=(--quick --steps 5 --repeats 1 --variants softmax --members 2)
-  preset=smoke check_s="${ATTNGEOM_CHECK_S:-3600}"
+  preset=smoke check_s="${ATTNGEOM_CHECK_S:-3600}" rerun_variants=softmax
 else
   fidelity_args=(--steps 3)
   bench_args=(--steps 100 --repeats 3 --members 4)
-  preset=paper check_s="${ATTNGEOM_CHECK_S:-540}"
+  preset=paper check_s="${ATTNGEOM_CHECK_S:-540}" rerun_variants=softmax,yat_b,goat_v
 fi
 rerun_args=(--preset "$preset")
 # The fidelity step has just run; the rerun's own preflight would repeat it.
-rerun_args+=(--variants softmax,yat_b,goat_v --preflight 0)
+rerun_args+=(--variants "$rerun_variants" --preflight 0)
 if "$repro" rerun --help 2>/dev/null | grep -q -- "--windows"; then
   rerun_args+=(--windows "${ATTNGEOM_WINDOWS:-16}")
 fi

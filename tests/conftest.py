@@ -44,15 +44,4 @@ def published_root(_private_cache) -> Path:
 @pytest.fixture(scope="session")
 def smoke_runs(tmp_path_factory, _private_cache) -> SmokeRuns:
     """The trained smoke runs of the session, by code generation (`smoke_runs["default"]`)."""
-    runs = SmokeRuns(tmp_path_factory.mktemp("smoke-runs"), REPO)
-    yield runs
-    runs.stop()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _smoke_runs_from_the_start(request: pytest.FixtureRequest, _private_cache) -> None:
-    """Start the smoke runs with the session when a selected test reads them: their single-threaded
-    training and verifying use the core that the tests before, one process at a time, leave idle
-    (the first reader, several minutes in, then waits less or not at all)."""
-    if any("smoke_runs" in item.fixturenames for item in request.session.items):
-        request.getfixturevalue("smoke_runs").start()
+    return SmokeRuns(tmp_path_factory.mktemp("smoke-runs"), REPO)
