@@ -324,6 +324,30 @@ def test_a_signal_taken_by_another_thread_unwinds_the_main_one(tmp_path):
     assert (proc.returncode, proc.stdout, proc.stderr) == (130, "cleaned up\n", "interrupted\n")
 
 
+_TEARS_DOWN_XLA = """
+import jax, jax.numpy as jnp
+from jax._src import api
+from attngeom.cli import entry
+
+api.clear_backends = lambda **kw: print("backends torn down", flush=True)  # what jax's exit handler calls
+entry(lambda: int(jnp.ones(3).sum()) - 3)
+"""
+
+
+def test_the_exit_leaves_jax_backends_alone(tmp_path):
+    """Case: a smoke rerun interrupted during training printed its line, then ended by SIGSEGV: jax's exit
+    handler tore down the backends while one of its threads was still at work."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _TEARS_DOWN_XLA],
+        cwd=tmp_path,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr[-2000:]
+
+
 def test_the_kaggle_kernel_starts_its_pythons_without_the_working_folder(monkeypatch, tmp_path):
     from attngeom.backends import kernel_main
 

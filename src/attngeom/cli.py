@@ -252,6 +252,18 @@ def _ended_while_exiting(signum, frame) -> None:
     os._exit(INTERRUPT.status)
 
 
+def _leave_xla_running() -> None:
+    """Keep jax's exit handlers from tearing down its backends (`clean_up`, `collect_garbage`): after
+    Ctrl-C a compilation or computation can still be under way on one of its threads, which the
+    teardown can crash (a smoke rerun interrupted during training ended by SIGSEGV after its line),
+    and the process ends at once anyway, the system taking back what they would free."""
+    api, client = sys.modules.get("jax._src.api"), sys.modules.get("jaxlib.xla_client")
+    if api is not None:
+        atexit.unregister(api.clean_up)
+    if client is not None:
+        atexit.unregister(client._xla.collect_garbage)
+
+
 def entry(work: Callable[[], int] | None = None) -> None:
     """The program: `main` (or `work`, a script's), then exit with its status.
 
@@ -273,6 +285,7 @@ def entry(work: Callable[[], int] | None = None) -> None:
         INTERRUPT.announce()
         status = INTERRUPT.status
     gc.collect()  # finalizers of what the command left (a worker pool's semaphores) still run
+    _leave_xla_running()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
