@@ -291,6 +291,19 @@ def test_a_terminating_signal_is_one_line_and_its_status(sig, status, published_
     assert not stray_temporaries(tmp_path)
 
 
+def _python(script: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`script` run by Python as a command started from a terminal."""
+    return subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=as_in_a_terminal,
+    )
+
+
 _WAITS_FOR_A_POOL = """
 import signal, sys, threading, time
 from attngeom.cli import entry
@@ -312,15 +325,7 @@ def test_a_signal_taken_by_another_thread_unwinds_the_main_one(tmp_path):
     """Case: a Ctrl-C that reached a stopped `figures` was taken, once it went on, by one of the pool's threads;
     the main thread slept on in its wait until the grace period ended the process with its report's
     temporary folder left behind."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _WAITS_FOR_A_POOL],
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        preexec_fn=as_in_a_terminal,
-    )
+    proc = _python(_WAITS_FOR_A_POOL, tmp_path)
     assert (proc.returncode, proc.stdout, proc.stderr) == (130, "cleaned up\n", "interrupted\n")
 
 
@@ -337,14 +342,7 @@ entry(lambda: int(jnp.ones(3).sum()) - 3)
 def test_the_exit_leaves_jax_backends_alone(tmp_path):
     """Case: a smoke rerun interrupted during training printed its line, then ended by SIGSEGV: jax's exit
     handler tore down the backends while one of its threads was still at work."""
-    proc = subprocess.run(
-        [sys.executable, "-c", _TEARS_DOWN_XLA],
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _python(_TEARS_DOWN_XLA, tmp_path)
     assert (proc.returncode, proc.stdout) == (0, ""), proc.stderr[-2000:]
 
 
