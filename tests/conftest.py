@@ -1,8 +1,10 @@
-"""Shared fixtures: the mirror of the remote files, a private download cache, and the trained smoke runs."""
+"""Shared fixtures: the mirror of the remote files, a private cache, and the trained smoke runs."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,22 +21,34 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["ATTNGEOM_MIRROR"] = str(Path(mirror).resolve())
     elif DEFAULT_MIRROR.is_dir():
         os.environ["ATTNGEOM_MIRROR"] = str(DEFAULT_MIRROR)
+    _private_cache(config)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory):
-    """Downloads during tests go to a fresh cache, never the user's."""
-    old = os.environ.get("ATTNGEOM_CACHE")
-    os.environ["ATTNGEOM_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if old is None:
-        os.environ.pop("ATTNGEOM_CACHE", None)
-    else:
-        os.environ["ATTNGEOM_CACHE"] = old
+def _private_cache(config: pytest.Config) -> None:
+    """Downloads and compiled steps go to a fresh cache, never the user's, set before any test module loads
+    jax: the session's processes, in it and started by it, share the compilation cache that training sets
+    up (`training.device.compilation_cache`), as the commands of one machine do."""
+    from attngeom.training.device import COMPILATION_CACHE_DIR, compilation_cache
+
+    cache = Path(tempfile.mkdtemp(prefix="attngeom-test-cache-"))
+    saved = {name: os.environ.get(name) for name in ("ATTNGEOM_CACHE", COMPILATION_CACHE_DIR)}
+    os.environ["ATTNGEOM_CACHE"] = str(cache)
+    os.environ.pop(COMPILATION_CACHE_DIR, None)
+    compilation_cache()
+
+    def restore() -> None:
+        shutil.rmtree(cache, ignore_errors=True)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    config.add_cleanup(restore)
 
 
 @pytest.fixture(scope="session")
-def published_root(_private_cache) -> Path:
+def published_root() -> Path:
     """The author's published bundles, fetched (from the mirror in CI) and verified."""
     from attngeom.fetch import fetch_bundles
 
@@ -42,6 +56,6 @@ def published_root(_private_cache) -> Path:
 
 
 @pytest.fixture(scope="session")
-def smoke_runs(tmp_path_factory, _private_cache) -> SmokeRuns:
+def smoke_runs(tmp_path_factory) -> SmokeRuns:
     """The trained smoke runs of the session, by code generation (`smoke_runs["default"]`)."""
     return SmokeRuns(tmp_path_factory.mktemp("smoke-runs"), REPO)

@@ -242,20 +242,36 @@ def versions() -> dict[str, str]:
     return found
 
 
-def cpu_model() -> str:
-    """The processor's model name (float round-off, and so the last digits, depend on it)."""
+def _cpuinfo(keys: tuple[str, ...]) -> str | None:
+    """The first value under one of `keys` in /proc/cpuinfo (Linux), if any."""
     try:
         for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
             key, _, value = line.partition(":")
-            if key.strip() in ("model name", "Hardware", "cpu model") and value.strip():
+            if key.strip() in keys and value.strip():
                 return value.strip()
     except OSError:
         pass
+    return None
+
+
+def cpu_model() -> str:
+    """The processor's model name (float round-off, and so the last digits, depend on it)."""
+    model = _cpuinfo(("model name", "Hardware", "cpu model"))
+    if model:
+        return model
     if sys.platform == "darwin":
         out = subprocess.run(["sysctl", "-n", "machdep.cpu.brand_string"], capture_output=True, text=True, check=False)
         if out.returncode == 0 and out.stdout.strip():
             return out.stdout.strip()
     return platform.processor() or "unknown CPU model"
+
+
+def cpu_identity() -> str:
+    """A short hash of the architecture, CPU model and instruction-set flags: what XLA's CPU code depends on
+    (two machines with the same model name but different flags, as virtual machines can be, differ here)."""
+    flags = _cpuinfo(("flags", "Features")) or ""
+    text = f"{platform.machine()}|{cpu_model()}|{' '.join(sorted(flags.split()))}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def machine() -> str:
