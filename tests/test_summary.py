@@ -101,6 +101,33 @@ def test_a_changed_map_moves_the_distance_and_other_runs_in_the_file_are_kept(ju
     assert 0 < moved["entries_that_differ"] <= 6 / size and moved["max_abs_difference"] > 0
 
 
+def test_an_ensemble_is_summarised_loading_each_member_once(judged_run, tmp_path, monkeypatch):
+    from attngeom import bundles, ensemble, summary
+
+    ens = tmp_path / "ens"
+    for m in (0, 1):
+        shutil.copytree(judged_run, ensemble.member_dir(ens, m))
+    plan = {"what": "two", "members": 2, "config": _manifest()["config"]}
+    (ens / ensemble.SUMMARY).write_text(json.dumps(plan))
+    loaded = []
+
+    def counting(folder, variant, seed):
+        loaded.append(Path(folder).parent.name)
+        return bundles.load_model(folder, variant, seed)
+
+    for module in (summary, ensemble):
+        monkeypatch.setattr(module, "load_model", counting)
+    out = tmp_path / "measured.json"
+    assert cli.main(["summary", str(ens), "--out", str(out)]) == 0
+    assert sorted(loaded) == ["member-0", "member-1"]
+    kept = json.loads(out.read_text())["runs"]["ens"]
+    assert sorted(kept["members"]) == ["member-0", "member-1"]
+    fresh = ensemble.summarise(ens, plan, {"softmax": judged_run / "kgl_blog-attngeom-qk"})  # each member loaded anew
+    assert kept["ensemble"]["statistics"] == fresh["statistics"]
+    spread = kept["ensemble"]["statistics"]["softmax_s0"]["distinct_winners"]["1200"]
+    assert spread["members"] == [65.2083, 65.2083] and spread["published_inside"]
+
+
 @pytest.mark.parametrize(
     "damage, message",
     [

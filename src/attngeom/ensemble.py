@@ -35,7 +35,7 @@ from attngeom.bundles import list_bundles, load_model
 from attngeom.errors import InputError
 from attngeom.files import shown, write_json_atomic
 from attngeom.robustness import summary
-from attngeom.statistics import Measures, applicable, by_step, published_model
+from attngeom.statistics import by_step, published_model
 from attngeom.training import rerun, runs
 from attngeom.variants import model_key, model_of, published_run
 
@@ -75,11 +75,7 @@ def member_statistics(run_dir: Path, manifest: dict) -> dict[str, dict[str, dict
         folders = listing.folders(seed)
         for variant in manifest["config"]["variants"]:
             model = load_model(folders[variant], variant, seed)
-            entry = by_step(model)
-            if manifest.get("stopped_after") is None:
-                m = Measures.of(model)
-                entry["final"] = {key: s.per_window(m)[0].item() for key, s in applicable(model).items()}
-            out[model_key(variant, seed)] = entry
+            out[model_key(variant, seed)] = by_step(model, final=manifest.get("stopped_after") is None)
     return out
 
 

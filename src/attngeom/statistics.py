@@ -264,17 +264,21 @@ STEP_STATISTICS: dict[str, tuple[Callable[[Measures, int], np.ndarray], int]] = 
 }
 
 
-def by_step(model: BundleModel) -> dict[str, dict[str, float]]:
+def by_step(model: BundleModel, final: bool = False) -> dict[str, dict[str, float]]:
     """Per telemetry step, the means over heads of the distinct winners (of T keys) and of the normalised
-    entropy; per evaluation step, the validation loss."""
+    entropy; per evaluation step, the validation loss; with `final` (a run that ran its whole schedule),
+    also every applicable statistic of the table on the fixed window (`final`)."""
     m = Measures.of(model)
-    return {
+    out = {
         **{
             name: {str(s): round(float(f(m, s)[0]), digits) for s in m.steps}
             for name, (f, digits) in STEP_STATISTICS.items()
         },
         "validation_loss": {str(p["step"]): round(p["val"], 6) for p in model.run.get("curve", [])},
     }
+    if final:
+        out["final"] = {key: s.per_window(m)[0].item() for key, s in applicable(model).items()}
+    return out
 
 
 @cache

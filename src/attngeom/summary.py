@@ -3,7 +3,9 @@
 Reads each run folder's manifest, its bundles and the report verify wrote of it, and writes one
 small JSON: what was run (command, commit, device, machine, versions, wall time, stop), the
 statistics at every telemetry and evaluation step it reached next to the published run's at the
-same step, how far its maps are from the published maps, and the verdicts it was given. This is what
+same step (and, for a run that ran its whole schedule, the table's statistics of its final model),
+how far its maps are from the published maps, and the verdicts it was given. An ensemble's summary
+holds its spread and each finished member's summary, each member's bundles loaded once. This is what
 `expected/measured/` holds; verify never reads it.
 """
 
@@ -87,7 +89,7 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
                 raise InputError(f"{shown(run_dir)}: no geom_{variant}_s{seed}.npz although the manifest names it")
             model = load_model(folders[variant], variant, seed)
             models.append(model)
-            entry = {"run": by_step(model)}
+            entry = {"run": by_step(model, final=manifest.get("stopped_after") is None)}
             if published_run(manifest["config"]["preset"], seed, variant) and variant in published:
                 reference, published_stats = published_model(published[variant], variant)
                 entry["published_seed0"] = {  # at the steps the run reached
@@ -124,12 +126,17 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
 def summarise_ensemble(path: Path, published: dict[str, Path]) -> dict:
     """An ensemble folder's summary: its spread (ensemble.json, recomputed) and each complete member's summary."""
     plan = {k: v for k, v in ensemble.read(path).items() if k in ("what", "members", "config")}
-    doc = ensemble.summarise(path, plan, published)
-    complete = [m for m, r in doc["member_runs"].items() if r["state"] == "complete"]
-    if not complete:
+    dirs = [ensemble.member_dir(path, m) for m in range(plan["members"])]
+    members = {
+        d.name: summarise_run(d, published) for d in dirs if ensemble.member_state(d)[0] in ("complete", "stopped")
+    }
+    if not members:
         raise InputError(f"{shown(path)}: no member of the ensemble has completed (carry it on with --resume)")
-    members = {f"member-{m}": summarise_run(ensemble.member_dir(path, int(m)), published) for m in complete}
-    return {"ensemble": doc, "members": members}
+    known = {  # each member's statistics as its summary measured them: the spread loads no member again
+        (str(path / name), s["stopped_after"]): {model: e["run"] for model, e in s["statistics"].items()}
+        for name, s in members.items()
+    }
+    return {"ensemble": ensemble.summarise(path, plan, published, known), "members": members}
 
 
 def run_summary(args: argparse.Namespace) -> int:
