@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -33,6 +35,18 @@ def frozen(pid: int, limit_s: float = 30.0) -> bool:
             raise AssertionError(f"process {pid} neither stopped nor ended within {limit_s} s (state {state})")
         time.sleep(0.001)
     return state in ("T", "t")
+
+
+@contextlib.contextmanager
+def held(pid: int) -> Iterator[bool]:
+    """The process group of `pid` frozen (`frozen`) for the body, which learns whether its main process is
+    alive and may signal it; continued after, if any of it is left."""
+    live = frozen(pid)
+    try:
+        yield live
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # all of the group gone already
+            os.killpg(pid, signal.SIGCONT)
 
 
 def as_in_a_terminal() -> None:

@@ -7,7 +7,6 @@ bounded number of examples. `pytest -m faults` runs this module (a few minutes o
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -26,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 from report_tools import assert_consistent_set, command, environment, stray_temporaries
-from signals import as_in_a_terminal, frozen
+from signals import as_in_a_terminal, held
 
 from attngeom import arrays, bundles, expected, figures_toy, schema
 from attngeom.cli import GRACE_S
@@ -73,11 +72,10 @@ def signalled(args: list, cwd: Path, delay: float, sig: int, **extra: str) -> tu
         proc.wait(timeout=delay)
         return None, proc.stderr.read(), 0.0
     except subprocess.TimeoutExpired:
-        live = frozen(proc.pid)
-    if live:
-        os.killpg(proc.pid, sig)
-    with contextlib.suppress(ProcessLookupError):  # all of the group gone already
-        os.killpg(proc.pid, signal.SIGCONT)
+        pass
+    with held(proc.pid) as live:
+        if live:
+            os.killpg(proc.pid, sig)
     sent = time.monotonic()
     _, err = proc.communicate(timeout=120)
     return (proc.returncode if live else None), err, time.monotonic() - sent

@@ -3,7 +3,6 @@ odd `--out` targets, odd files in bundle folders and caches, and a run's environ
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -25,7 +24,7 @@ from report_tools import (
     run,
     stray_temporaries,
 )
-from signals import as_in_a_terminal, frozen
+from signals import as_in_a_terminal, held
 
 from attngeom import fetch
 from attngeom.errors import InputError
@@ -269,11 +268,10 @@ def _signalled_at_work(published_root: Path, out: Path, sig: int, tries: int = 5
     live: list[bool] = []
 
     def act(proc):
-        live.append(frozen(proc.pid))
-        if live[-1]:
-            proc.send_signal(sig)
-        with contextlib.suppress(ProcessLookupError):  # the group gone already
-            os.killpg(proc.pid, signal.SIGCONT)
+        with held(proc.pid) as alive:
+            live.append(alive)
+            if alive:
+                proc.send_signal(sig)
 
     for _ in range(tries):
         status, err = _verify_at_work(published_root, out, act)

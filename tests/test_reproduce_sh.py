@@ -6,7 +6,6 @@ Every case names its environment folder (ATTNGEOM_VENV), so none touches the che
 from __future__ import annotations
 
 import base64
-import contextlib
 import hashlib
 import os
 import shutil
@@ -20,7 +19,7 @@ from pathlib import Path
 import mounts
 import pytest
 from report_tools import REPO, assert_one_error_line
-from signals import as_in_a_terminal, frozen
+from signals import as_in_a_terminal, held
 
 SCRIPT = REPO / "reproduce.sh"
 tmpfs = mounts.tmpfs  # the fixture
@@ -160,11 +159,10 @@ def test_an_interrupted_first_install_is_built_again(tmp_path, tiny_lock):
             while not (venv / "bin" / "python").exists() and first.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.005)
             # frozen, the build is seen under way or done: a loaded machine can starve this test that long
-            under_way = frozen(first.pid) and not (venv / ".lock-sha256").exists()
-            if under_way:
-                os.killpg(first.pid, signal.SIGINT)  # Ctrl-C in the terminal: the whole group
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(first.pid, signal.SIGCONT)
+            with held(first.pid) as live:
+                under_way = live and not (venv / ".lock-sha256").exists()
+                if under_way:
+                    os.killpg(first.pid, signal.SIGINT)  # Ctrl-C in the terminal: the whole group
             err = first.stderr.read()
             status = first.wait(timeout=120)
         if under_way:
