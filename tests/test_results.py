@@ -57,3 +57,16 @@ def test_one_hot_diagonal_maps_give_every_row_its_own_winner(softmax):
 
 def test_results_are_plain_json(softmax):
     assert json.loads(json.dumps(softmax)) == softmax
+
+
+def test_each_step_statistic_is_read_back_by_its_claim_function(softmax):
+    """A band of rerun.json's steps names a statistic of statistics.STEP_STATISTICS; the claim function
+    claims.STEP_CLAIMS gives for it reads back from results.json the value that statistic measures."""
+    from attngeom.claims import STEP_CLAIMS
+    from attngeom.statistics import STEP_STATISTICS, by_step
+
+    assert STEP_CLAIMS.keys() == STEP_STATISTICS.keys()
+    measured = by_step(_model())
+    for name, read in STEP_CLAIMS.items():
+        for step in (0, 9):
+            assert read({"models": {"softmax": softmax}}, "softmax", step) == pytest.approx(measured[name][str(step)])

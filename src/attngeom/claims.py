@@ -54,6 +54,11 @@ def mean_norm_entropy_at(results: dict, model: str, step: int) -> float:
     return results["models"][model]["mean_norm_entropy_by_step"][str(step)]
 
 
+STEP_CLAIMS: dict[str, Callable] = {"distinct_winners": distinct_winners_at, "mean_norm_entropy": mean_norm_entropy_at}
+"""The claim function that reads each per-step statistic (statistics.STEP_STATISTICS) back from results.json:
+a band of rerun.json's `steps` names its statistic, and is judged by this function."""
+
+
 def inversion(results: dict, sharp: str, diffuse: str) -> bool:
     """The model with sharper rows (lower entropy) crowns more distinct winners at the end."""
     sharper = value(results, sharp, "mean_norm_entropy_final") < value(results, diffuse, "mean_norm_entropy_final")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attngeom import schema
-from attngeom.claims import CLAIM_FUNCTIONS
+from attngeom.claims import CLAIM_FUNCTIONS, STEP_CLAIMS
 from attngeom.errors import InputError
 from attngeom.files import REPO, sha256_file
 from attngeom.statistics import STEP_STATISTICS
@@ -75,18 +75,15 @@ def load_rerun(folder: Path | None = None, claims: list[dict] | None = None) -> 
 
 
 def load_steps(folder: Path | None = None) -> dict[int, dict[str, dict]]:
-    """rerun.json's `steps`: step -> statistic -> {function, statistic, label, unit, models}, where
-    `models` holds each model's band: model -> {published, tolerance, reason, ensemble?}."""
+    """rerun.json's `steps`: step -> band name -> {statistic, label, unit, separates?, models}, where
+    `models` holds each model's band: model -> {published, tolerance, reason, ensemble?}. The statistic
+    is one of statistics.STEP_STATISTICS, judged by its claim function (claims.STEP_CLAIMS)."""
     path = (folder or EXPECTED_DIR) / "rerun.json"
     steps = schema.read_json(path, schema.RERUN_JSON).get("steps", {})
     for step, statistics in steps.items():
         for name, band in statistics.items():
-            if (
-                not step.isdigit()
-                or band["function"] not in CLAIM_FUNCTIONS
-                or band["statistic"] not in STEP_STATISTICS
-            ):
-                raise InputError(f"{path}: steps.{step}.{name} names an unknown step, function or statistic")
+            if not step.isdigit() or band["statistic"] not in STEP_STATISTICS.keys() & STEP_CLAIMS.keys():
+                raise InputError(f"{path}: steps.{step}.{name} names an unknown step or statistic")
     return {int(step): statistics for step, statistics in steps.items()}
 
 

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 
 from attngeom import expected
-from attngeom.claims import CLAIM_FUNCTIONS, MODEL_ARGS
+from attngeom.claims import CLAIM_FUNCTIONS, MODEL_ARGS, STEP_CLAIMS
 from attngeom.documents import ClaimRow, Counts, Results
 
 VERDICTS = ("PASS", "FAIL", "SKIP")
@@ -121,7 +121,7 @@ def stopped_run_entries(reached: dict[int, dict[str, dict]]) -> list[dict]:
             "claim": f"{model}: {band['label']} at step {step}, as in the published run",
             "quote": f"(not a quote: the published bundles' step{step} map of {model})",
             "source": f"the published bundles, attn_{model}_s0.npz, key step{step}",
-            "function": band["function"],
+            "function": STEP_CLAIMS[band["statistic"]].__name__,
             "args": {"model": model, "step": step},
             "value": one["published"],
             "unit": band["unit"],

@@ -282,7 +282,7 @@ RERUN_JSON = Record(
             other=Record(
                 other=Record(
                     {
-                        **{k: Text() for k in ("function", "statistic", "label", "unit")},
+                        **{k: Text() for k in ("statistic", "label", "unit")},
                         "separates": Items(Items(Text(100), min_len=2, max_len=2)),  # pairs the posts compare
                         "models": Record(
                             other=Record(
@@ -305,7 +305,7 @@ RERUN_JSON = Record(
                             )
                         ),
                     },
-                    required=("function", "statistic", "label", "unit", "models"),
+                    required=("statistic", "label", "unit", "models"),
                     other=None,
                 )
             )
