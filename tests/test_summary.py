@@ -11,7 +11,7 @@ import pytest
 from bundle_tools import copy_published, rewrite_npz, stop_after
 
 from attngeom import cli
-from attngeom.summary import shown_command
+from attngeom.summary import judged_runs, shown_command
 from attngeom.training import runs
 
 
@@ -167,8 +167,7 @@ def test_the_committed_summaries_agree_with_their_own_verdicts():
     summaries = [doc for doc in (json.loads(p.read_text()) for p in paths) if "runs" in doc]
     assert summaries
     for doc in summaries:
-        kept = [m for r in doc["runs"].values() for m in (r["members"].values() if "ensemble" in r else [r])]
-        for run in kept:  # a run, or each member of an ensemble
+        for _, run in judged_runs(doc["runs"]):  # a run, or each member of an ensemble
             assert run["command"].startswith("./reproduce.sh rerun ") and run["statistics"]
             v, judged = run["verdict"], [c["verdict"] for c in run["judged"]]
             assert v["passed"] == judged.count("PASS") and v["failed"] == judged.count("FAIL")

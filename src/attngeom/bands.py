@@ -31,6 +31,7 @@ from attngeom import expected, schema
 from attngeom.errors import InputError
 from attngeom.files import shown, write_json_atomic
 from attngeom.judge import Judgement, passes
+from attngeom.summary import judged_runs
 from attngeom.variants import model_of, published_run
 
 MARGIN = "one standard deviation of the members"
@@ -100,23 +101,20 @@ def judge_summaries(doc: dict, rerun_doc: dict, step: int) -> list[tuple[str, st
     statistic, value, published, tolerance, inside)."""
     out = []
     bands = rerun_doc["steps"].get(str(step), {})
-    for name, run in doc["runs"].items():
-        members = run.get("members", {name: run})
-        for label, one in members.items():
-            who = name if label == name else f"{name} {label}"
-            for model, entry in one.get("statistics", {}).items():
-                variant, seed = model_of(model)
-                for statistic, band in bands.items():
-                    value = entry["run"].get(band["statistic"], {}).get(str(step))
-                    if (
-                        not published_run(one.get("preset"), seed, variant)
-                        or variant not in band["models"]
-                        or value is None
-                    ):
-                        continue
-                    b = band["models"][variant]
-                    inside = passes(value, Judgement(b["published"], "abs", b["tolerance"], b["reason"]))
-                    out.append((who, variant, statistic, value, b["published"], b["tolerance"], inside))
+    for who, one in judged_runs(doc["runs"]):
+        for model, entry in one.get("statistics", {}).items():
+            variant, seed = model_of(model)
+            for statistic, band in bands.items():
+                value = entry["run"].get(band["statistic"], {}).get(str(step))
+                if (
+                    not published_run(one.get("preset"), seed, variant)
+                    or variant not in band["models"]
+                    or value is None
+                ):
+                    continue
+                b = band["models"][variant]
+                inside = passes(value, Judgement(b["published"], "abs", b["tolerance"], b["reason"]))
+                out.append((who, variant, statistic, value, b["published"], b["tolerance"], inside))
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -139,6 +140,16 @@ def summarise_ensemble(path: Path, published: dict[str, Path]) -> dict:
     return {"ensemble": ensemble.summarise(path, plan, published, known), "members": members}
 
 
+def judged_runs(runs: dict[str, dict]) -> Iterator[tuple[str, dict]]:
+    """Each run a summary file's `runs` keeps, an ensemble's members one by one: (who, its summary), `who`
+    the run's name, or "<ensemble> member-<m>"."""
+    for name, run in runs.items():
+        if "members" in run:
+            yield from ((f"{name} {label}", one) for label, one in run["members"].items())
+        else:
+            yield name, run
+
+
 def run_summary(args: argparse.Namespace) -> int:
     """`summary`: write the summary of the given run folders into --out (other runs already there are kept)."""
     names = [run_dir.resolve().name for run_dir in args.runs]
@@ -158,11 +169,9 @@ def run_summary(args: argparse.Namespace) -> int:
     doc["what"] = args.what or doc.get("what", "")
     doc["runs"] = {**doc["runs"], **runs}
     write_json_atomic(args.out, doc)
-    for name, run in runs.items():
-        for label, one in run["members"].items() if "members" in run else [("", run)]:
-            v = one["verdict"]
-            counts = f"{v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped: {v['verdict']}"
-            print(f"{name}{' ' + label if label else ''}: {counts}")
+    for who, one in judged_runs(runs):
+        v = one["verdict"]
+        print(f"{who}: {v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped: {v['verdict']}")
     print(f"summary: {shown(args.out)}")
     return 0
 
