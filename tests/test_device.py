@@ -45,6 +45,13 @@ def test_the_compilation_cache_lies_in_a_folder_of_this_machine(tmp_path, monkey
     assert device.compilation_cache()[0] == ""
 
 
+def test_a_cache_folder_that_cannot_be_written_is_one_warning_and_no_cache(tmp_path, monkeypatch, capsys):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv(device.COMPILATION_CACHE_DIR, str(tmp_path / "file" / "xla"))  # under a file: never a folder
+    assert device.compilation_cache()[0] == "" and os.environ[device.COMPILATION_CACHE_DIR] == ""
+    assert capsys.readouterr().err == f"warning: compiled steps are not kept: cannot write to {tmp_path}/file/xla\n"
+
+
 def test_the_cpu_identity_follows_the_instruction_sets(monkeypatch):
     real = files._cpuinfo
     first = files.cpu_identity()

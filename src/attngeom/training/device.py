@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from attngeom.errors import InputError
-from attngeom.files import cpu_identity
+from attngeom.files import cpu_identity, shown
 
 DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
 
@@ -56,6 +56,15 @@ def compilation_cache() -> tuple[str, float]:
     no cache)."""
     from attngeom.fetch import cache_dir
 
-    os.environ.setdefault(COMPILATION_CACHE_DIR, str(Path(cache_dir()) / "xla" / cpu_identity()))
+    folder = os.environ.setdefault(COMPILATION_CACHE_DIR, str(Path(cache_dir()) / "xla" / cpu_identity()))
+    if folder:  # one line where jax would warn at every compilation
+        try:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            writable = os.access(folder, os.W_OK | os.X_OK)
+        except OSError:
+            writable = False
+        if not writable:
+            print(f"warning: compiled steps are not kept: cannot write to {shown(folder)}", file=sys.stderr)
+            folder = os.environ[COMPILATION_CACHE_DIR] = ""
     min_compile_s = os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # smoke steps too
-    return os.environ[COMPILATION_CACHE_DIR], float(min_compile_s)
+    return folder, float(min_compile_s)
