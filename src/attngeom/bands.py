@@ -133,7 +133,7 @@ def run_bands(args: argparse.Namespace) -> int:
             how = (
                 "ensemble"
                 if "ensemble" in one
-                else f"kept ({n} members, fewer than {MIN_MEMBERS})"
+                else f"kept ({n} member{'s' * (n != 1)}, fewer than {MIN_MEMBERS})"
                 if n
                 else "kept (no ensemble)"
             )
