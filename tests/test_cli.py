@@ -253,3 +253,23 @@ def test_two_verifies_in_the_worst_interleaving_leave_the_last_set(published_roo
     first.join(600)
     assert assert_consistent_set(out)["bundles"] == str(published_root)
     assert not stray_temporaries(tmp_path)
+
+
+def test_a_signal_while_a_swallowed_interrupt_is_handled_never_raises_inside_the_hook(monkeypatch):
+    """A KeyboardInterrupt lost in a callback (jax's GC callback) is raised again after the hook returns; a
+    signal arriving while the hook runs only notes itself (raised inside the hook, it was printed as an
+    "Exception ignored in sys.unraisablehook" traceback)."""
+    import _thread
+    import signal
+    import threading
+    from types import SimpleNamespace
+
+    from attngeom import cli as command_line
+
+    again = threading.Event()
+    monkeypatch.setattr(_thread, "interrupt_main", lambda signum: again.set())
+    it = command_line._Interrupt()
+    it._raised = True  # the first KeyboardInterrupt, the one swallowed
+    it._swallowed(SimpleNamespace(exc_value=KeyboardInterrupt()))
+    it._raise(signal.SIGINT, None)  # no raise here
+    assert again.wait(5) and it._raised is False  # raised again, from the main thread's next bytecode

@@ -138,11 +138,15 @@ class _Interrupt:
 
     def _swallowed(self, unraisable) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
-            # raised again once the hook has returned (raised inside the hook, it would be lost again)
-            self._raised = False
-            threading.Timer(0.05, _thread.interrupt_main, (signal.SIGINT,)).start()
+            # raised again once the hook has returned (raised inside the hook, it would be lost again):
+            # the flag stays up until then, so a signal meanwhile never raises inside the hook
+            threading.Timer(0.05, self._again).start()
         else:
             self._unraisable(unraisable)
+
+    def _again(self) -> None:
+        self._raised = False
+        _thread.interrupt_main(signal.SIGINT)
 
     def _watch(self, reader: socket.socket) -> None:
         while not (got := [s for s in reader.recv(64) if s in ENDING_SIGNALS]):
