@@ -58,6 +58,10 @@ def test_the_command_is_shown_as_typed_without_the_run_folder():
     assert shown_command("python -m attngeom rerun --out '/a b/c' --steps 3 --out=/x --quiet") == (
         "./reproduce.sh rerun --steps 3 --quiet"
     )
+    assert shown_command("python -m attngeom rerun --resume /home/me/ens --quiet") == (
+        "./reproduce.sh rerun --resume RUN --quiet"
+    )
+    assert shown_command("python -m attngeom rerun --resume=/e") == "./reproduce.sh rerun --resume=RUN"
 
 
 def test_a_stopped_run_is_summarised_with_its_statistics_distances_and_verdicts(judged_run, tmp_path, capsys):

@@ -29,16 +29,20 @@ from attngeom.variants import model_key, published_run
 
 
 def shown_command(command: str) -> str:
-    """The manifest's command as a reader types it: `./reproduce.sh ...`, without the run's own --out folder."""
+    """The manifest's command as a reader types it: `./reproduce.sh ...`, without the run's own --out folder,
+    and with the folder a resumed run carried on named RUN (no path of the machine it ran on)."""
     words = shlex.split(command)
     if words[:3] == ["python", "-m", "attngeom"]:
         words = ["./reproduce.sh", *words[3:]]
-    kept, skip = [], False
+    kept, skip = [], None
     for w in words:
-        if skip:
-            skip = False
-        elif w == "--out":
-            skip = True
+        if skip is not None:
+            kept += skip
+            skip = None
+        elif w in ("--out", "--resume"):
+            skip = [] if w == "--out" else [w, "RUN"]
+        elif w.startswith("--resume="):
+            kept.append("--resume=RUN")
         elif not w.startswith("--out="):
             kept.append(w)
     return shlex.join(kept)
