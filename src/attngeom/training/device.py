@@ -56,7 +56,7 @@ def compilation_cache() -> tuple[str, float]:
     no cache)."""
     from attngeom.fetch import cache_dir
 
-    folder = os.environ.setdefault(COMPILATION_CACHE_DIR, str(Path(cache_dir()) / "xla" / cpu_identity()))
+    folder = os.environ.setdefault(COMPILATION_CACHE_DIR, str(cache_dir() / "xla" / cpu_identity()))
     if folder:  # one line where jax would warn at every compilation
         try:
             Path(folder).mkdir(parents=True, exist_ok=True)
