@@ -1,7 +1,9 @@
-"""Blocks that fit the cache: consecutive, covering, never empty, within the byte budget."""
+"""Blocks that fit the cache (consecutive, covering, never empty, within the byte budget), and work on the
+cores: in order, within its workers, errors raised as a loop raises them, the same values as one core."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,3 +17,56 @@ def test_spans_cover_every_item_once_in_blocks_within_the_budget(n, item_bytes):
     for s in spans:
         size = s.stop - s.start
         assert size >= 1 and (size == 1 or size * item_bytes <= blocks.BLOCK_BYTES)
+
+
+def test_each_keeps_the_order_and_uses_at_most_its_workers(monkeypatch):
+    import threading
+    import time
+
+    monkeypatch.setattr(blocks, "cores", lambda: 2)
+    running, most, lock = [0], [0], threading.Lock()
+
+    def slow_square(x: int) -> int:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+        return x * x
+
+    assert blocks.each(slow_square, range(8)) == [x * x for x in range(8)]
+    assert most[0] == 2  # one per core
+    most[0] = 0
+    assert blocks.each(slow_square, range(5), workers=5) == [x * x for x in range(5)]
+    assert most[0] > 2
+
+
+def test_each_raises_an_items_error_as_the_loop_would():
+    from attngeom.errors import InputError
+
+    def refuse_three(x: int) -> int:
+        if x == 3:
+            raise InputError("item 3 is bad")
+        return x
+
+    with pytest.raises(InputError, match="item 3 is bad"):
+        blocks.each(refuse_three, range(6), workers=3)
+
+
+def test_the_windows_pass_on_the_cores_gives_the_values_of_one_core(monkeypatch, tmp_path, published_root):
+    """Threads change where the work runs, never a value: results.json's robustness section is the same."""
+    from bundle_tools import add_windows, copy_published
+
+    from attngeom import bundles, robustness
+
+    folder = copy_published(published_root, tmp_path / "w")
+    for model in bundles.load_models(folder, ("yat_b", "goat_v")).values():
+        add_windows(model, 3)
+    listing = bundles.list_bundles(folder)
+    models = bundles.load_models(folder, ("yat_b", "goat_v"), listing=listing)
+    together, _ = robustness.measure(listing, models)
+    monkeypatch.setattr(blocks, "cores", lambda: 1)
+    monkeypatch.setattr(blocks, "each", lambda fn, items, workers=None: [fn(item) for item in items])
+    alone, _ = robustness.measure(listing, models)
+    assert together == alone

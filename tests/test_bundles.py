@@ -40,6 +40,27 @@ def test_round_trip_of_the_writers(tmp_path):
     assert m.tokens_T.dtype == np.int32 and sorted(m.maps) == [0, 7]
 
 
+def test_a_windows_file_read_at_its_ends_holds_its_first_and_last_maps_only(tmp_path):
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(2, 2, 1, 2, 8, 4)).astype(np.float16)
+    weights = np.tril(rng.uniform(size=(2, 1, 2, 8, 8)))
+    attn = (weights / weights.sum(-1, keepdims=True)).astype(np.float16)
+    tokens = np.arange(8)
+    bundles.write_attn_npz(tmp_path / "attn_softmax_s0.npz", tokens, {0: attn[0], 7: attn[0]})
+    bundles.write_geom_npz(tmp_path / "geom_softmax_s0.npz", tokens, q[0], k[0], attn[0])
+    run = {"variant": "softmax", "seed": 0, "best_val": 1.5}
+    (tmp_path / "yat_attention.json").write_text(json.dumps({"summary": {}, "runs": [run], "cfg": {"STEPS": 8}}))
+    broken = np.full_like(attn, -1.0)  # a middle map no statistic reads: never read, so never refused
+    path = bundles.windows_file(tmp_path, "softmax", 0)
+    bundles.write_windows_npz(path, np.stack([tokens, tokens[::-1]]), {0: attn, 3: broken, 7: attn}, q, k)
+    model = bundles.load_model(tmp_path, "softmax", 0)
+    ends = bundles.read_windows(path, model, every_step=False)
+    assert sorted(ends.maps) == [0, 7] and ends.attn_LHTT is ends.maps[7]
+    np.testing.assert_array_equal(ends.maps[0], attn)
+    with pytest.raises(InputError, match="'attn_3' holds negative attention weights"):
+        bundles.read_windows(path, model)
+
+
 def damage(copy, how):
     geom = copy / QK / "geom_softmax_s0.npz"
     attn = copy / QK / "attn_softmax_s0.npz"

@@ -48,3 +48,13 @@ def test_kernel_in_place_is_the_formula_in_its_order_bit_for_bit():
         d2 = (t * t) * qq[..., :, None] + kk[..., None, :] - 2.0 * t * d
         direct = (t * d + b[..., None, None]) ** 2 / (np.maximum(d2, 0.0) + eps[..., None, None])
         np.testing.assert_array_equal(laws.kernel(d, qq, kk, b, eps, t), direct)
+
+
+def test_the_dot_products_of_the_published_bundles_are_exact_in_any_order(published_root):
+    """laws.dots sums with BLAS: on the bundles' float16 values every partial sum is exact, so its bits
+    are einsum's, which sums in another order."""
+    from attngeom import bundles
+
+    for model in bundles.load_models(published_root).values():
+        q, k = (a.astype(np.float64) for a in (model.q_LHTD, model.k_LHTD))
+        np.testing.assert_array_equal(laws.dots(q, k), np.einsum("...td,...sd->...ts", q, k))

@@ -92,6 +92,18 @@ def test_windows_in_blocks_give_the_values_of_one_batch(judged, monkeypatch):
         np.testing.assert_array_equal(parts[key], values, err_msg=key)
 
 
+def test_the_table_reads_the_maps_of_the_first_and_last_steps_only(judged):
+    """What lets robustness read a window's first and last maps alone: a statistic that read a middle
+    step's map would see it gone here, and fail."""
+    model, _ = judged
+    steps = {0: model.maps[0], 4: model.maps[0] * 0, 9: model.maps[9]}
+    every = statistics.on_every_window(statistics.Measures.of(replace(model, maps=steps)))
+    ends = statistics.on_every_window(statistics.Measures.of(replace(model, maps={0: steps[0], 9: steps[9]})))
+    assert every.keys() == ends.keys()
+    for key, values in every.items():
+        np.testing.assert_array_equal(ends[key], values, err_msg=key)
+
+
 def _twice(windowed: BundleModel) -> dict:
     """The per-window arrays of one-window evidence, on two identical windows."""
     return {

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom import laws
+from attngeom import blocks, laws
 from attngeom.errors import InputError
 
 MAX_NPZ_MEMBERS = 256
@@ -74,15 +74,21 @@ def _npy_header(path: Path, info: zipfile.ZipInfo, f) -> Member:
     return Member(tuple(shape), dtype)
 
 
-def load_npz(path: Path, max_bytes: int = MAX_NPZ_BYTES) -> dict[str, np.ndarray]:
-    """Every array of an npz, read only after `npz_members` found the file sound."""
+def load_npz(path: Path, max_bytes: int = MAX_NPZ_BYTES, skip=lambda key: False) -> dict[str, np.ndarray]:
+    """Every array of an npz but those `skip` names, read only after `npz_members` found the file sound;
+    the arrays side by side, one per core (zlib inflates without the interpreter lock)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: missing file")
-    npz_members(path, max_bytes)
+    keys = [key for key in npz_members(path, max_bytes) if not skip(key)]
+    return dict(zip(keys, blocks.each(lambda key: _read_member(path, key), keys)))
+
+
+def _read_member(path: Path, key: str) -> np.ndarray:
+    """One array of a sound npz, through a zip handle of its own."""
     try:
         with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+            return z[key]
     except (*_BAD_ZIP, KeyError) as exc:
         raise InputError(f"{path}: corrupt or truncated npz ({type(exc).__name__}: {exc})") from exc
 

@@ -1,4 +1,4 @@
-"""Work in blocks that fit the CPU's cache.
+"""Work in blocks that fit the CPU's cache, and on every core the process may use.
 
 Most statistics, and the census's certificates, are a few passes over float64 arrays of every
 head's T x T scores: bound by memory rather than arithmetic. On blocks of heads whose arrays stay
@@ -8,6 +8,12 @@ within about BLOCK_BYTES they ran 3x faster than on every head of 16 windows at 
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+from threadpoolctl import threadpool_limits
+
 BLOCK_BYTES = 4 << 20
 
 
@@ -15,3 +21,32 @@ def spans(n: int, item_bytes: int) -> list[slice]:
     """Consecutive slices covering range(n), each of at least one item and at most BLOCK_BYTES // item_bytes."""
     per = max(1, BLOCK_BYTES // max(1, item_bytes))
     return [slice(start, min(start + per, n)) for start in range(0, n, per)]
+
+
+def one_blas_thread() -> threadpool_limits:
+    """BLAS on one thread while the statistics run (a context manager).
+
+    The statistics are many small products (a head's 128 x 48 keys at a time). Beside other busy
+    processes on 2 cores, a threaded BLAS made them far slower than one thread does (the hull census's
+    Gram products of 360 heads: 0.68 s threaded, 0.07 s on one thread), its threads waiting on each
+    other for the cores. The cores are used by `each` instead, a block of windows per core."""
+    return threadpool_limits(limits=1, user_api="blas")
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def each(fn: Callable, items: Iterable, workers: int | None = None) -> list:
+    """[fn(item) for item in items], the items spread over `workers` threads (default one per core), at
+    most one per item.
+
+    For work that numpy, zlib and hashlib do with the interpreter lock released: inflating, hashing
+    and passes over large arrays. An error of any item is raised here, as the loop would raise it."""
+    items = list(items)
+    workers = min(len(items), workers or cores())
+    if workers <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(fn, items))

@@ -320,9 +320,11 @@ def write_run_json(folder: Path, results: list, cfg) -> None:
     write_json_atomic(Path(folder) / RUN_JSON, run_json(results, cfg))
 
 
-def read_windows(path: Path, model: BundleModel) -> BundleModel:
+def read_windows(path: Path, model: BundleModel, every_step: bool = True) -> BundleModel:
     """The model on every window of `path`, validated against its bundle: q, k, attn and
-    maps gain a leading window axis W (tokens become tokens_WT).
+    maps gain a leading window axis W (tokens become tokens_WT). `every_step` False: the maps of the
+    first and last telemetry steps only (all that the table of statistics reads of a window), the
+    others neither read nor checked.
 
     What a valid file always satisfies: the model's shapes (L, H, T, D from its bundle) on W >= 1
     windows; telemetry steps strictly increasing, at least step 0 (taken before any update, so a run
@@ -330,8 +332,8 @@ def read_windows(path: Path, model: BundleModel) -> BundleModel:
     law (`arrays.check_attention`); window 0 is the bundle's fixed window, so its tokens are the
     bundle's.
     """
-    data = arrays.load_npz(path)
-    arrays.require_keys(path, data, ("tokens_WT", "steps", "q_WLHTD", "k_WLHTD"))
+    data = arrays.load_npz(path, skip=lambda key: key not in ("tokens_WT", "steps"))  # the rest once steps are known
+    arrays.require_keys(path, data, ("tokens_WT", "steps"))
     L, H, T, D = model.q_LHTD.shape
     arrays.check_array(path, "tokens_WT", data["tokens_WT"], (None, T), "int")
     W = data["tokens_WT"].shape[0]
@@ -339,15 +341,18 @@ def read_windows(path: Path, model: BundleModel) -> BundleModel:
     steps = [int(s) for s in data["steps"]]
     if W < 1 or not steps or steps != sorted(set(steps)):  # step 0 alone: a run stopped before its next telemetry
         raise InputError(f"{path}: expected at least one window and increasing telemetry steps, got {W} and {steps}")
-    arrays.require_keys(path, data, tuple(f"attn_{s}" for s in steps))
+    maps_read = {f"attn_{s}" for s in (steps if every_step else (steps[0], steps[-1]))}
+    wanted = {"q_WLHTD", "k_WLHTD", *maps_read}
+    data.update(arrays.load_npz(path, skip=lambda key: key not in wanted))
+    arrays.require_keys(path, data, tuple(sorted(wanted)))
     for key in ("q_WLHTD", "k_WLHTD"):
         arrays.check_array(path, key, data[key], (W, L, H, T, D), "f16")
-    for s in steps:
-        arrays.check_array(path, f"attn_{s}", data[f"attn_{s}"], (W, L, H, T, T), "f16")
-        arrays.check_attention(path, f"attn_{s}", data[f"attn_{s}"], model.strict, kernel_law(model.variant))
+    maps = {s: data[f"attn_{s}"] for s in steps if f"attn_{s}" in maps_read}
+    for s, m in maps.items():
+        arrays.check_array(path, f"attn_{s}", m, (W, L, H, T, T), "f16")
+        arrays.check_attention(path, f"attn_{s}", m, model.strict, kernel_law(model.variant))
     if not np.array_equal(data["tokens_WT"][0], model.tokens_T):
         raise InputError(f"{path}: window 0 is not the bundle's fixed window (its tokens differ)")
-    maps = {s: data[f"attn_{s}"] for s in steps}
     return replace(
         model,
         tokens_T=data["tokens_WT"],
@@ -381,9 +386,11 @@ def window(windowed: BundleModel, w: int | slice) -> BundleModel:
     return _each_array(windowed, lambda a: a[w])
 
 
-def load_windowed(folder: Path, variant: str, seed: int, loaded: BundleModel | None = None) -> BundleModel:
+def load_windowed(
+    folder: Path, variant: str, seed: int, loaded: BundleModel | None = None, every_step: bool = True
+) -> BundleModel:
     """One seed's model on all its windows (its fixed window alone when it has no windows file); `loaded`:
-    the model read from its bundle already."""
+    the model read from its bundle already; `every_step`: as `read_windows`."""
     model = loaded if loaded is not None else load_model(folder, variant, seed)
     extra = windows_file(folder, variant, seed)
-    return read_windows(extra, model) if extra.is_file() else fixed_window_only(model)
+    return read_windows(extra, model, every_step) if extra.is_file() else fixed_window_only(model)

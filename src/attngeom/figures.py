@@ -113,7 +113,7 @@ def census(folder: Path, models: dict[str, BundleModel]) -> dict:
         first = 2 if m.strict else 1
         owners[v] = {}
         for col, step in enumerate(steps):
-            win = stats.winners(m.maps[step].astype(np.float64)[head], m.strict)
+            win = stats.winners(m.maps[step][head], m.strict)
             count = round(float(stats.occupancy(m.maps[step], m.strict)[head]) * m.maps[step].shape[-1])
             owners[v][str(step)] = count
             rows = np.arange(first, first + win.size)

@@ -2,11 +2,13 @@
 
 A key that is the strict unique maximiser of some linear functional over its head's keys is a
 vertex of their hull, so it is provably not inside the others' hull. Certificates come in two
-rounds: the functionals x -> (k_j - c).x for two centres c (the head's mean, the origin) settle
-most keys at once, for every head of every window in one batch; for the rest,
-Frank-Wolfe steps towards the min-norm point p of conv{k_l - k_j} stop as soon as p.(k_l - k_j) > 0
-for every other l, which is a certificate. Only keys still without one go to the exact test: a linear-programming feasibility problem (HiGHS)
-asking for weights lambda >= 0, sum lambda = 1, sum lambda_l k_l = k_j over the other keys.
+rounds, both on each head's Gram matrix of key dot products: the functionals x -> (k_j - c).x for
+two centres c (the head's mean, the origin) settle most keys at once; for the rest, Frank-Wolfe
+steps towards the min-norm point p of conv{k_l - k_j} stop as soon as p.(k_l - k_j) > 0 for every
+other l. Each step moves p towards one k_w - k_j, so the products p.k_l move by a row of the Gram
+matrix: a step costs T numbers per key, not a T x D product. Only keys still without one go to
+the exact test: a linear-programming feasibility problem (HiGHS) asking for weights lambda >= 0,
+sum lambda = 1, sum lambda_l k_l = k_j over the other keys.
 """
 
 from __future__ import annotations
@@ -20,51 +22,62 @@ from attngeom.errors import InputError
 _MARGIN = 1e-9
 
 
-def certified_vertices(k_NTD: np.ndarray) -> np.ndarray:
-    """True where a key is the strict unique maximiser of a certifying functional: (N, T)."""
+def gram(k_NTD: np.ndarray) -> np.ndarray:
+    """Every head's key dot products k_i.k_l, in float64: (N, T, T)."""
     k = k_NTD.astype(np.float64, copy=False)
-    k_NDT = k.swapaxes(-1, -2)
-    gram_NTT = k @ k_NDT
-    certified = np.zeros(k.shape[:-1], dtype=bool)
-    for centre in (k.mean(-2, keepdims=True), np.zeros_like(k[..., :1, :])):
-        s_NTT = gram_NTT - centre @ k_NDT  # functional of key j applied to key l
+    return k @ k.swapaxes(-1, -2)
+
+
+def certified_vertices(gram_NTT: np.ndarray) -> np.ndarray:
+    """True where a key is the strict unique maximiser of a certifying functional: (N, T)."""
+    certified = np.zeros(gram_NTT.shape[:-1], dtype=bool)
+    for centre_N1T in (gram_NTT.mean(-2, keepdims=True), np.zeros_like(gram_NTT[..., :1, :])):
+        s_NTT = gram_NTT - centre_N1T  # functional of key j applied to key l: (k_j - c).k_l
         own = np.einsum("...jj->...j", s_NTT).copy()
         np.einsum("...jj->...j", s_NTT)[...] = -np.inf
         certified |= own - s_NTT.max(-1) > _MARGIN * np.maximum(1.0, np.abs(own))
     return certified
 
 
-def separated_by_frank_wolfe(k_NTD: np.ndarray, todo_P2: np.ndarray, iterations: int = 300) -> np.ndarray:
-    """For each (head, key) pair in `todo_P2` (sorted by head), True when a separating functional
-    was found.
+def separated_by_frank_wolfe(gram_NTT: np.ndarray, todo_P2: np.ndarray, iterations: int = 300) -> np.ndarray:
+    """For each (head, key) pair in `todo_P2`, True when a separating functional was found.
 
-    Each step lays the unsettled pairs out per head, (heads, slots), and scores every key of a head
-    against all its pairs' points p in one matrix product, so no head's keys are copied per pair."""
+    p = sum_l w_l k_l - k_j starts at the mean of the other keys and moves by steps
+    p <- p + gamma (k_w - k_j - p), towards the key k_w that p ranks lowest. The products s_l = p.k_l
+    are kept instead of p: a step sets them to (1 - gamma) s + gamma (k_w.k_l - k_j.k_l), a convex
+    combination of Gram entries, so after n steps they are within about n float64 ulps of |G|'s
+    largest entry of the exact products; the certificate asks for a margin of 1e-9 of that entry, far
+    above it (n <= 300)."""
     n, j = todo_P2[:, 0], todo_P2[:, 1]
-    T = k_NTD.shape[1]
-    kj_PD = k_NTD[n, j]
-    p_PD = (k_NTD.sum(1)[n] - kj_PD) / (T - 1) - kj_PD
-    separated = np.zeros(len(n), dtype=bool)
-    active = np.arange(len(n))
-    for _ in range(iterations if len(n) else 0):
-        heads, h = np.unique(n[active], return_inverse=True)
-        slot = np.arange(len(active)) - np.searchsorted(n[active], n[active])
-        p_HSD = np.zeros((len(heads), int(slot.max()) + 1, k_NTD.shape[-1]))
-        p_HSD[h, slot] = p_PD[active]
-        s_AT = (k_NTD[heads] @ p_HSD.swapaxes(-1, -2))[h, :, slot]
-        s_AT -= (kj_PD[active] * p_PD[active]).sum(-1)[:, None]  # s[a, l] = p_a.(k_l - k_j)
-        s_AT[np.arange(len(active)), j[active]] = np.inf
-        worst = s_AT.argmin(1)
-        done = s_AT[np.arange(len(active)), worst] > _MARGIN
-        separated[active[done]] = True
-        active, worst = active[~done], worst[~done]
-        if len(active) == 0:
+    P, T = len(n), gram_NTT.shape[-1]
+    g_PT = gram_NTT[n, j]  # k_j.k_l
+    s_PT = (gram_NTT.sum(-2)[n] - g_PT) / max(T - 1, 1) - g_PT  # p.k_l
+    r = np.arange(P)
+    pp_P = (s_PT.sum(1) - s_PT[r, j]) / max(T - 1, 1) - s_PT[r, j]  # |p|^2 = p.(mean of the others - k_j)
+    margin_P = _MARGIN * np.maximum(1.0, np.einsum("...ll->...l", gram_NTT).max(-1)[n])  # |k_i.k_l| <= max |k|^2
+    found = np.zeros(P, dtype=bool)
+    at = np.arange(P)  # the pairs still searching; s, g, pp and margin hold their rows only
+    for _ in range(iterations if P else 0):
+        r = np.arange(len(at))
+        s_j = s_PT[r, j[at]]
+        gap_AT = s_PT - s_j[:, None]  # p.(k_l - k_j)
+        gap_AT[r, j[at]] = np.inf
+        worst = gap_AT.argmin(1)
+        done = gap_AT[r, worst] > margin_P
+        found[at[done]] = True
+        keep = ~done
+        at, worst, s_j = at[keep], worst[keep], s_j[keep]
+        s_PT, g_PT, pp_P, margin_P = s_PT[keep], g_PT[keep], pp_P[keep], margin_P[keep]
+        if len(at) == 0:
             break
-        step_AD = k_NTD[n[active], worst] - kj_PD[active] - p_PD[active]
-        num = -(p_PD[active] * step_AD).sum(1)
-        gamma = np.clip(num / np.maximum((step_AD * step_AD).sum(1), 1e-300), 0.0, 1.0)
-        p_PD[active] += gamma[:, None] * step_AD
-    return separated
+        r = np.arange(len(at))
+        d_AT = gram_NTT[n[at], worst] - g_PT - s_PT  # d.k_l for the step d = k_w - k_j - p
+        pd = s_PT[r, worst] - s_j - pp_P  # p.d
+        dd = d_AT[r, worst] - d_AT[r, j[at]] - pd  # |d|^2 = d.(k_w - k_j) - d.p
+        gamma = np.clip(-pd / np.maximum(dd, 1e-300), 0.0, 1.0)
+        s_PT += gamma[:, None] * d_AT
+        pp_P += gamma * (2.0 * pd + gamma * dd)
+    return found
 
 
 def inside_by_lp(keys_TD: np.ndarray, j: int) -> bool:
@@ -79,15 +92,29 @@ def inside_by_lp(keys_TD: np.ndarray, j: int) -> bool:
     raise InputError(f"hull linear program for key {j} is inconclusive (status {res.status}: {res.message})")
 
 
+def unsettled(k_NTD: np.ndarray) -> np.ndarray:
+    """Which keys neither round of certificates settles, (N, T): the Gram matrices and the first round
+    on blocks of heads whose T x T products fit the cache (blocks.spans), then Frank-Wolfe on the rest."""
+    N, T = k_NTD.shape[:2]
+    gram_NTT, certified = np.empty((N, T, T)), np.empty((N, T), dtype=bool)
+    for span in blocks.spans(N, T * T * 8):
+        gram_NTT[span] = gram(k_NTD[span])
+        certified[span] = certified_vertices(gram_NTT[span])
+    todo = np.argwhere(~certified)
+    todo = todo[~separated_by_frank_wolfe(gram_NTT, todo)]
+    out = np.zeros((N, T), dtype=bool)
+    out[todo[:, 0], todo[:, 1]] = True
+    return out
+
+
 def inside_hull(k_NTD: np.ndarray) -> np.ndarray:
-    """For every head and key, whether the key lies in the convex hull of the head's other keys
-    (certificates on blocks of heads whose T x T products fit the cache, blocks.spans)."""
+    """For every head and key, whether the key lies in the convex hull of the head's other keys: the
+    certificates on a share of the heads per core (blocks.each), the linear programs on what they leave."""
     k = k_NTD.astype(np.float64)
     flat = k.reshape(-1, *k.shape[-2:])
+    shares = np.array_split(flat, max(1, min(len(flat), blocks.cores())))
+    todo = np.argwhere(np.concatenate(blocks.each(unsettled, shares)))
     inside = np.zeros(flat.shape[:2], dtype=bool)
-    certified = [certified_vertices(flat[span]) for span in blocks.spans(len(flat), flat.shape[1] ** 2 * 8)]
-    todo = np.argwhere(~np.concatenate(certified))
-    todo = todo[~separated_by_frank_wolfe(flat, todo)]
     for n, j in todo:
         inside[n, j] = inside_by_lp(flat[n], j)
     return inside.reshape(k.shape[:-1])

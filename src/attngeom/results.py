@@ -141,11 +141,13 @@ def compute_results(
     models: dict[str, BundleModel],
     companion_runs: Path | None = None,
     measures: dict[str, statistics.Measures] | None = None,
+    mathematics: dict | None = None,
 ) -> Results:
     """results.json: every model's statistics, the quality gaps and the mathematics (`measures`: each
-    model's fixed-window measures, when the caller keeps them for the robustness pass)."""
+    model's fixed-window measures, when the caller keeps them for the robustness pass; `mathematics`:
+    `mathematics_results()`, when the caller computed it beside other work)."""
     return {
         "models": {name: model_results(m, (measures or {}).get(name)) for name, m in models.items()},
         "quality": quality_results(models, companion_runs),
-        "mathematics": mathematics_results(),
+        "mathematics": mathematics if mathematics is not None else mathematics_results(),
     }

@@ -7,7 +7,8 @@ windows file contributes its fixed window only.
 Each seed's windows are one `statistics.Measures`: every statistic is computed over a leading
 window axis, in blocks of windows that fit the cache (`Measures.blocks`; the hull census certifies
 all heads of all windows in one batch before any linear program). Seed 0's window 0 is the fixed
-window the claims judge, taken from the plain pass rather than computed again. Theorem counts
+window the claims judge, taken from the plain pass rather than computed again. Of a windows file,
+only the maps of the first and last telemetry steps are read: no statistic reads another. Theorem counts
 are summed over every window and seed; measured statistics get their distribution over windows
 and over seeds. The rest is shown, not judged.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom import bundles, expected, statistics
+from attngeom import blocks, bundles, expected, statistics
 from attngeom.bundles import BundleModel
 
 
@@ -59,9 +60,9 @@ def seed_values(
     """One seed's statistics on each of its windows, and its windowed model. For the judged
     model's own seed, window 0 is `plain`'s (the fixed window's measures of the plain pass)."""
     if seed != model.seed:
-        windowed = bundles.load_windowed(folder, model.variant, seed)
+        windowed = bundles.load_windowed(folder, model.variant, seed, every_step=False)
         return statistics.on_every_window(statistics.Measures(windowed)), windowed
-    windowed = bundles.load_windowed(folder, model.variant, seed, model)
+    windowed = bundles.load_windowed(folder, model.variant, seed, model, every_step=False)
     values = statistics.on_every_window(plain)
     if windowed.q_LHTD.shape[0] > 1:
         rest = statistics.on_every_window(statistics.Measures(bundles.window(windowed, slice(1, None))))
@@ -129,11 +130,15 @@ def measure(
     )
     if not extra:
         return {}, []
-    section, files = {}, []
-    for variant, seeds in sources.items():
+
+    def one_model(variant: str) -> tuple[dict, list[Path]]:
         values, per_seed = {}, {}
-        for seed, folder in seeds.items():
+        for seed, folder in sources[variant].items():
             values[seed], per_seed[seed] = seed_values(models[variant], folder, seed, plain[variant])
-            files += per_seed[seed].files.values()
-        section[variant] = model_robustness(variant, values, per_seed, claims)
-    return section, list(dict.fromkeys(files))
+        files = [path for ev in per_seed.values() for path in ev.files.values()]
+        return model_robustness(variant, values, per_seed, claims), files
+
+    # every model at once: they are few and of unequal cost, and the system shares the cores among them
+    done = dict(zip(sources, blocks.each(one_model, sources, workers=len(sources))))
+    section = {variant: entry for variant, (entry, _) in done.items()}
+    return section, list(dict.fromkeys(path for _, files in done.values() for path in files))

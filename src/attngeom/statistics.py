@@ -9,6 +9,9 @@ window of every seed, summary.py takes its per-step statistics from here, and th
 each one with its label. A window, a seed or an ensemble member is one more model measured by the
 same table.
 
+A statistic of the table reads the maps of the first and last telemetry steps only (`Measures.steps`
+at 0 and -1), so a window's other maps are never read (robustness.py); a test holds the table to it.
+
 Adding a statistic: one `Statistic` in TABLE, its function, and a test.
 """
 
@@ -16,13 +19,28 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from attngeom import blocks, hull, stats
 from attngeom.bundles import BundleModel, fixed_window_only, load_model, window
+
+
+class measured:
+    """A property computed on first use and kept in the instance, as functools.cached_property, without
+    its lock: before Python 3.12 that lock is one per property for every instance, so threads measuring
+    different models (blocks.each) would wait on each other's census and scale test."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __get__(self, measures: Measures | None, owner: type | None = None):
+        if measures is None:
+            return self
+        value = measures.__dict__[self.name] = self.fn(measures)  # the instance's value hides this descriptor
+        return value
 
 
 class Measures:
@@ -69,7 +87,7 @@ class Measures:
         parts = []
         for span in spans:
             part = Measures(window(self.model, span))
-            # where a cached_property keeps its value: the block's slices of the whole's arrays
+            # where a `measured` property keeps its value: the block's slices of the whole's arrays
             part.__dict__.update(inside_WLHT=inside_WLHT[span], sweep_SW=sweep_SW[:, span])
             parts.append(part)
         return parts
@@ -79,11 +97,11 @@ class Measures:
         """The telemetry steps, in order."""
         return sorted(self.model.maps)
 
-    @cached_property
+    @measured
     def score(self) -> stats.Scorer:
         return stats.scorer(self.model)
 
-    @cached_property
+    @measured
     def changed_WLHS(self) -> np.ndarray:
         """Fraction of scorable rows whose winner moves at each of stats.SCALES."""
         return stats.scale_changed(self.model, score=self.score)
@@ -100,22 +118,22 @@ class Measures:
             self._entropy[step] = stats.norm_entropy(self.model.maps[step], self.model.strict)
         return self._entropy[step]
 
-    @cached_property
+    @measured
     def agreement(self) -> tuple[np.ndarray, np.ndarray]:
         """Per head, the share of rows whose winner is the nearest key and the best-aligned key: (W, L, H) each."""
         return stats.winner_agreement(self.model, self.score)
 
-    @cached_property
+    @measured
     def inside_WLHT(self) -> np.ndarray:
         """Which keys lie inside the hull of their head's other keys (the census)."""
         return hull.inside_hull(self.model.k_LHTD)
 
-    @cached_property
+    @measured
     def sweep_SW(self) -> np.ndarray:
         """The 41-scale sweep's changed fraction on its head, per scale and window."""
         return stats.scale_sweep(self.model)
 
-    @cached_property
+    @measured
     def reconstruction_WLH(self) -> np.ndarray:
         """Per head, the largest |kernel weights recomputed from q, k, b, eps - exported attn| (kernel models)."""
         return stats.reconstruction_gap(self.model, self.score)
@@ -237,12 +255,13 @@ def applicable(model: BundleModel) -> dict[str, Statistic]:
 
 
 def on_every_window(measures: Measures) -> dict[str, np.ndarray]:
-    """Every applicable statistic on each window: key -> (W,), computed block by block (Measures.blocks)."""
-    parts = measures.blocks()
-    return {
-        key: np.concatenate([np.asarray(s.per_window(part)) for part in parts])
-        for key, s in applicable(measures.model).items()
-    }
+    """Every applicable statistic on each window: key -> (W,), computed block by block (Measures.blocks),
+    the blocks side by side on the process's cores (blocks.each)."""
+    table = applicable(measures.model)
+    parts = blocks.each(
+        lambda part: {key: np.asarray(s.per_window(part)) for key, s in table.items()}, measures.blocks()
+    )
+    return {key: np.concatenate([part[key] for part in parts]) for key in table}
 
 
 def fixed_window(measures: Measures) -> dict[str, float | int]:

@@ -22,9 +22,10 @@ FIXED_HEADS = {"the census head": CENSUS_HEAD, "the scale sweep's head": SWEEP_H
 
 
 def winners(scores_NTS: np.ndarray, strict: bool) -> np.ndarray:
-    """Winner of each scorable row: argmax over the available keys, (..., rows)."""
+    """Winner of each scorable row: argmax over the available keys, (..., rows). Float16 maps are
+    compared in float32 (every float16 is one exactly), other scores in their own precision."""
     T = scores_NTS.shape[-2]
-    masked = np.where(laws.available_TT(T, strict), scores_NTS, -np.inf)
+    masked = np.where(laws.available_TT(T, strict), scores_NTS, np.float32(-np.inf))
     return masked.argmax(-1)[..., laws.first_scorable(strict) :]
 
 
@@ -123,7 +124,7 @@ def scale_sweep(model: BundleModel, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.
 
 def occupancy(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
     """Distinct winners among the scorable rows of a map, divided by T: (L, H)."""
-    win = winners(attn_LHTT.astype(np.float64), strict)
+    win = winners(attn_LHTT, strict)
     return distinct_count(win) / attn_LHTT.shape[-1]
 
 
@@ -176,7 +177,7 @@ def winner_agreement(model: BundleModel, score: Scorer | None = None) -> tuple[n
     (argmin |q - k|) and the best-aligned key (argmax q.k) among the available keys."""
     score = score or scorer(model)
     dist2 = score.qq[..., :, None] + score.kk[..., None, :] - 2 * score.dots
-    own = winners(model.attn_LHTT.astype(np.float64), model.strict)
+    own = winners(model.attn_LHTT, model.strict)
     nearest = winners(-dist2, model.strict)
     aligned = winners(score.dots, model.strict)
     return (own == nearest).mean(-1), (own == aligned).mean(-1)

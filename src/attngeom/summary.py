@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom import ensemble, fetch, schema
+from attngeom import blocks, ensemble, fetch, schema
 from attngeom.bundles import BundleModel, list_bundles, load_model
 from attngeom.documents import Report
 from attngeom.errors import InputError
@@ -161,12 +161,13 @@ def run_summary(args: argparse.Namespace) -> int:
         raise InputError(f"two run folders with the same name among {', '.join(map(shown, args.runs))}")
     doc = schema.read_json(args.out, schema.SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
     published = list_bundles(fetch.fetch_bundles()).folders()
-    runs = {
-        name: summarise_ensemble(run_dir, published)
-        if ensemble.is_ensemble(run_dir)
-        else summarise_run(run_dir, published)
-        for name, run_dir in zip(names, args.runs)
-    }
+    with blocks.one_blas_thread():
+        runs = {
+            name: summarise_ensemble(run_dir, published)
+            if ensemble.is_ensemble(run_dir)
+            else summarise_run(run_dir, published)
+            for name, run_dir in zip(names, args.runs)
+        }
     if args.note:
         for run in runs.values():
             run["note"] = args.note

@@ -13,20 +13,25 @@ import argparse
 import sys
 from pathlib import Path
 
-from threadpoolctl import threadpool_limits
-
-from attngeom import bundles, evidence, expected, fetch, judge, report, report_set, robustness, statistics, stats
+from attngeom import (
+    blocks,
+    bundles,
+    evidence,
+    expected,
+    fetch,
+    judge,
+    report,
+    report_set,
+    robustness,
+    statistics,
+    stats,
+)
 from attngeom.documents import EvidenceRecord, Report
 from attngeom.errors import EXIT_FAIL, EXIT_PASS
 from attngeom.files import sha256_file, shown
 from attngeom.options import list_of
-from attngeom.results import compute_results
+from attngeom.results import compute_results, mathematics_results
 from attngeom.variants import PUBLISHED
-
-# BLAS_THREADS: the statistics are many small products (a head's 128 x 64 keys at a time). Beside other
-# busy processes on 2 cores, a threaded BLAS made them far slower than one thread does (the hull
-# census's Gram products of 360 heads: 0.68 s threaded, 0.07 s on one thread), its threads waiting on
-# each other for the cores; so the verify stage runs BLAS on one thread.
 
 
 def judge_evidence(
@@ -65,13 +70,17 @@ def run_verify(
     companion_runs = fetch.fetch_companion()
     claims = expected.load_claims()  # parsed once, for the robustness pass and the judgement
     plain = {name: statistics.Measures.of(m) for name, m in models.items()}
-    with threadpool_limits(limits=1, user_api="blas"):  # see BLAS_THREADS
-        robust, robust_inputs = robustness.measure(listing, models, plain, claims)
-        results = {**compute_results(models, companion_runs, plain), "robustness": robust}
+    with blocks.one_blas_thread():
+        # the mathematics needs no bundle: it runs beside the windows pass
+        (robust, robust_inputs), mathematics = blocks.each(
+            lambda work: work(), [lambda: robustness.measure(listing, models, plain, claims), mathematics_results]
+        )
+        results = {**compute_results(models, companion_runs, plain, mathematics), "robustness": robust}
     reached = judge.steps_reached(ev.scope, ev.stopped_after)  # rerun.json's steps, read once
     rows = judge.judge_all(results, tier, ev.scope, claims, reached)
     warnings += judge.separation_notes(reached)
-    inputs = {**hashes, **{p: sha256_file(p) for p in [*robust_inputs, companion_runs] if p not in hashes}}
+    unhashed = [p for p in dict.fromkeys([*robust_inputs, companion_runs]) if p not in hashes]
+    inputs = {**hashes, **dict(zip(unhashed, blocks.each(sha256_file, unhashed)))}
     doc = Report(
         summary=judge.summarise(rows),
         tier=tier,
