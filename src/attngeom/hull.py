@@ -13,6 +13,8 @@ sum lambda = 1, sum lambda_l k_l = k_j over the other keys.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from scipy.optimize import linprog
 
@@ -80,13 +82,18 @@ def separated_by_frank_wolfe(gram_NTT: np.ndarray, todo_P2: np.ndarray, iteratio
     return found
 
 
+_ONE_LP_AT_A_TIME = threading.Lock()  # HiGHS keeps global state (its task scheduler): one solve at a time
+
+
 def inside_by_lp(keys_TD: np.ndarray, j: int) -> bool:
-    """Exact test: is key j a convex combination of the other keys? (HiGHS feasibility LP)."""
+    """Exact test: is key j a convex combination of the other keys? (HiGHS feasibility LP; the models'
+    censuses run on threads side by side, their rare linear programs one at a time)."""
     others = np.delete(keys_TD, j, axis=0)
     a_eq = np.vstack([others.T, np.ones(len(others))])
     b_eq = np.concatenate([keys_TD[j], [1.0]])
     for method in ("highs", "highs-ds", "highs-ipm"):  # fall back when HiGHS reports numerical trouble
-        res = linprog(np.zeros(len(others)), A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method=method)
+        with _ONE_LP_AT_A_TIME:
+            res = linprog(np.zeros(len(others)), A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method=method)
         if res.status in (0, 2):
             return res.status == 0
     raise InputError(f"hull linear program for key {j} is inconclusive (status {res.status}: {res.message})")
