@@ -30,8 +30,34 @@ def _npy(arr: np.ndarray) -> bytes:
 def test_npz_members_come_from_the_headers(tmp_path):
     np.savez_compressed(tmp_path / "a.npz", q=np.zeros((2, 3), np.float16), t=np.arange(4))
     members = arrays.npz_members(tmp_path / "a.npz")
-    assert members["q"] == arrays.Member((2, 3), np.dtype(np.float16))
+    assert members["q"] == arrays.Member((2, 3), np.dtype(np.float16), False, 128)  # a version 1.0 header
     assert members["t"].shape == (4,)
+
+
+def test_the_arrays_read_are_what_numpy_reads_in_either_order(tmp_path):
+    rng = np.random.default_rng(0)
+    saved = {
+        "c": rng.normal(size=(3, 4)).astype(np.float16),
+        "f": np.asfortranarray(rng.normal(size=(3, 4))),
+        "big": np.arange(24, dtype=">i4").reshape(2, 3, 4),
+        "empty": np.zeros((0, 5)),
+    }
+    np.savez_compressed(tmp_path / "a.npz", **saved)
+    read = arrays.load_npz(tmp_path / "a.npz")
+    for key, a in saved.items():
+        assert read[key].dtype == a.dtype and read[key].flags.writeable, key
+        np.testing.assert_array_equal(read[key], a, err_msg=key)
+
+
+def test_a_member_whose_bytes_were_changed_fails_its_crc(tmp_path):
+    path = tmp_path / "a.npz"
+    np.savez(path, q=np.arange(1000, dtype=np.float64))  # stored: its bytes lie in the file as they are
+    raw = bytearray(path.read_bytes())
+    at = raw.index(np.arange(1000, dtype=np.float64)[500:501].tobytes())
+    raw[at] ^= 1
+    path.write_bytes(bytes(raw))
+    with pytest.raises(InputError, match="corrupt or truncated npz"):
+        arrays.load_npz(path)
 
 
 @pytest.mark.parametrize(

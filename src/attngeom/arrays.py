@@ -10,6 +10,7 @@ each variant). Every violation is an InputError naming the file, the array and t
 from __future__ import annotations
 
 import math
+import threading
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -23,14 +24,19 @@ from attngeom.errors import InputError
 MAX_NPZ_MEMBERS = 256
 MAX_NPZ_BYTES = 1 << 30  # declared uncompressed bytes of one npz, all members together
 _BAD_ZIP = (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError)  # what damaged bytes raise
+# numpy parses an npy header with ast.literal_eval, and CPython 3.11's parser is not safe on threads side by
+# side ("SystemError: AST constructor recursion depth mismatch"): one header at a time
+_ONE_HEADER_AT_A_TIME = threading.Lock()
 
 
 @dataclass(frozen=True)
 class Member:
-    """One array of an npz as its header declares it."""
+    """One array of an npz as its header declares it, and where its data start in the member."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
+    fortran: bool = False
+    offset: int = 0
 
 
 def npz_members(path: Path, max_bytes: int = MAX_NPZ_BYTES) -> dict[str, Member]:
@@ -60,7 +66,8 @@ def _npy_header(path: Path, info: zipfile.ZipInfo, f) -> Member:
     read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
     if read is None:
         raise ValueError(f"npy format version {version} in {info.filename}")
-    shape, _, dtype = read(f, max_header_size=10_000)
+    with _ONE_HEADER_AT_A_TIME:
+        shape, fortran, dtype = read(f, max_header_size=10_000)
     if dtype.hasobject or dtype.kind not in "biuf":
         raise InputError(f"{path}: '{info.filename[:-4]}' has dtype {dtype}, not numbers")
     if any(not isinstance(n, int) or n < 0 for n in shape):
@@ -71,7 +78,7 @@ def _npy_header(path: Path, info: zipfile.ZipInfo, f) -> Member:
             f"{path}: '{info.filename[:-4]}' declares shape {shape} of {dtype} "
             f"({math.prod(shape) * dtype.itemsize:,} bytes) but holds {info.file_size - header_len:,}"
         )
-    return Member(tuple(shape), dtype)
+    return Member(tuple(shape), dtype, bool(fortran), header_len)
 
 
 def load_npz(path: Path, max_bytes: int = MAX_NPZ_BYTES, skip=lambda key: False) -> dict[str, np.ndarray]:
@@ -80,17 +87,24 @@ def load_npz(path: Path, max_bytes: int = MAX_NPZ_BYTES, skip=lambda key: False)
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: missing file")
-    keys = [key for key in npz_members(path, max_bytes) if not skip(key)]
-    return dict(zip(keys, blocks.each(lambda key: _read_member(path, key), keys)))
+    members = {key: m for key, m in npz_members(path, max_bytes).items() if not skip(key)}
+    return dict(zip(members, blocks.each(lambda item: _read_member(path, *item), members.items())))
 
 
-def _read_member(path: Path, key: str) -> np.ndarray:
-    """One array of a sound npz, through a zip handle of its own."""
+def _read_member(path: Path, key: str, member: Member) -> np.ndarray:
+    """One array of a sound npz, through a zip handle of its own, as its header (read once, by
+    `npz_members`) declares it; the zip's CRC is checked as the member's last byte is read."""
+    flat = np.empty(math.prod(member.shape), dtype=member.dtype)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return z[key]
+        with zipfile.ZipFile(path) as z, z.open(f"{key}.npy") as f:
+            f.read(member.offset)
+            got = f.readinto(memoryview(flat).cast("B")) if flat.nbytes else 0
+            extra = f.read(1)  # the end of the member: its CRC is checked here
     except (*_BAD_ZIP, KeyError) as exc:
         raise InputError(f"{path}: corrupt or truncated npz ({type(exc).__name__}: {exc})") from exc
+    if got != flat.nbytes or extra:
+        raise InputError(f"{path}: corrupt or truncated npz ('{key}' does not hold the bytes its header declares)")
+    return flat.reshape(member.shape, order="F" if member.fortran else "C")
 
 
 def require_keys(path: Path, data: dict, keys: tuple[str, ...]) -> None:
