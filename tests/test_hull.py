@@ -47,3 +47,19 @@ def test_certificates_in_blocks_of_one_head_give_the_census_of_one_batch(monkeyp
     monkeypatch.setattr(hull.blocks, "BLOCK_BYTES", 1)
     np.testing.assert_array_equal(hull.inside_hull(k), whole)
     assert whole.any() and not whole.all()
+
+
+def test_frank_wolfe_in_blocks_then_together_separates_what_one_batch_does(monkeypatch):
+    """Each pair's search is its own: the blocks, and when the pairs left join, change no verdict."""
+    rng = np.random.default_rng(5)
+    k = rng.normal(size=(40, 24, 3))  # low dimension: many keys need steps, some are inside
+    gram = hull.gram(k)
+    before = gram.copy()
+    todo = np.argwhere(~hull.certified_vertices(gram))
+    np.testing.assert_array_equal(gram, before)  # the diagonal it lifts out is put back
+    whole = hull.separated_by_frank_wolfe(gram, todo)
+    for early, block in ((0, 4 << 20), (1, 1), (16, 3000), (300, 1)):
+        monkeypatch.setattr(hull, "_EARLY_STEPS", early)
+        monkeypatch.setattr(hull.blocks, "BLOCK_BYTES", block)
+        np.testing.assert_array_equal(hull.separated_by_frank_wolfe(gram, todo), whole, err_msg=f"{early}, {block}")
+    assert whole.any() and not whole.all() and len(todo) > 100
