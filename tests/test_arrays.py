@@ -49,6 +49,19 @@ def test_the_arrays_read_are_what_numpy_reads_in_either_order(tmp_path):
         np.testing.assert_array_equal(read[key], a, err_msg=key)
 
 
+def test_an_npz_with_stored_members_is_what_numpy_reads_and_stores_only_those(tmp_path):
+    rng = np.random.default_rng(1)
+    saved = {"q": rng.normal(size=(2, 3, 8)).astype(np.float16), "attn": np.tril(np.ones((8, 8), np.float16))}
+    arrays.save_npz(tmp_path / "a.npz", saved, stored=("q",))
+    with zipfile.ZipFile(tmp_path / "a.npz") as z:
+        kinds = {i.filename: i.compress_type for i in z.infolist()}
+    assert kinds == {"q.npy": zipfile.ZIP_STORED, "attn.npy": zipfile.ZIP_DEFLATED}
+    read, by_numpy = arrays.load_npz(tmp_path / "a.npz"), np.load(tmp_path / "a.npz")
+    for key, a in saved.items():
+        np.testing.assert_array_equal(read[key], a, err_msg=key)
+        np.testing.assert_array_equal(by_numpy[key], a, err_msg=key)
+
+
 def test_a_member_whose_bytes_were_changed_fails_its_crc(tmp_path):
     path = tmp_path / "a.npz"
     np.savez(path, q=np.arange(1000, dtype=np.float64))  # stored: its bytes lie in the file as they are

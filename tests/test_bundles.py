@@ -57,6 +57,9 @@ def test_a_windows_file_read_at_its_ends_holds_its_first_and_last_maps_only(tmp_
     ends = bundles.read_windows(path, model, every_step=False)
     assert sorted(ends.maps) == [0, 7] and ends.attn_LHTT is ends.maps[7]
     np.testing.assert_array_equal(ends.maps[0], attn)
+    with zipfile.ZipFile(path) as z:  # q and k are stored (they barely deflate), the maps deflated
+        stored = sorted(i.filename for i in z.infolist() if i.compress_type == zipfile.ZIP_STORED)
+    assert stored == ["k_WLHTD.npy", "q_WLHTD.npy"]
     with pytest.raises(InputError, match="'attn_3' holds negative attention weights"):
         bundles.read_windows(path, model)
 

@@ -254,14 +254,17 @@ def write_geom_npz(path: Path, tokens_T: np.ndarray, q_LHTD, k_LHTD, attn_LHTT) 
 def write_windows_npz(path: Path, tokens_WT, maps: dict[int, np.ndarray], q_WLHTD, k_WLHTD) -> None:
     """Write `windows_{variant}_s{seed}.npz` in the format `read_windows` reads: `tokens_WT` (int32; window 0
     is the bundle's fixed window), `steps` (int32), `attn_{step}` (float16, W x L x H x T x T) per
-    telemetry step, `q_WLHTD` and `k_WLHTD` (float16) at the end."""
-    np.savez_compressed(
+    telemetry step, `q_WLHTD` and `k_WLHTD` (float16, stored without compression: arrays.save_npz)."""
+    arrays.save_npz(
         path,
-        tokens_WT=np.asarray(tokens_WT, dtype=np.int32),
-        steps=np.asarray(sorted(maps), dtype=np.int32),
-        q_WLHTD=np.asarray(q_WLHTD, dtype=np.float16),
-        k_WLHTD=np.asarray(k_WLHTD, dtype=np.float16),
-        **{f"attn_{s}": np.asarray(m, dtype=np.float16) for s, m in maps.items()},
+        {
+            "tokens_WT": np.asarray(tokens_WT, dtype=np.int32),
+            "steps": np.asarray(sorted(maps), dtype=np.int32),
+            "q_WLHTD": np.asarray(q_WLHTD, dtype=np.float16),
+            "k_WLHTD": np.asarray(k_WLHTD, dtype=np.float16),
+            **{f"attn_{s}": np.asarray(m, dtype=np.float16) for s, m in maps.items()},
+        },
+        stored=("q_WLHTD", "k_WLHTD"),
     )
 
 
