@@ -1,4 +1,6 @@
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
 from attngeom import laws
 
@@ -8,6 +10,19 @@ def test_available_masks():
     assert causal.sum(1).tolist() == [1, 2, 3, 4]
     assert strict.sum(1).tolist() == [0, 1, 2, 3]
     assert laws.first_scorable(False) == 1 and laws.first_scorable(True) == 2
+
+
+@given(T=st.integers(3, 300), strict=st.booleans())  # bundles.MIN_WINDOW: a row to score
+def test_row_bands_cover_the_scorable_rows_and_hide_only_what_a_row_may_not_attend(T, strict):
+    available = laws.available_TT(T, strict)
+    bands = laws.row_bands(T, strict)
+    rows = np.concatenate([np.arange(T)[r] for r, _, _ in bands])
+    assert rows.tolist() == list(range(laws.first_scorable(strict), T))
+    for r, keys, hidden in bands:
+        assert keys == slice(0, r.stop) and (r.stop % 8 == 0 or r.stop == T)
+        assert not available[r, r.stop :].any()  # the keys a band leaves out: no row of it sees them
+        assert available[r, : r.start].all()  # left of the diagonal block: every row sees every key
+        np.testing.assert_array_equal(hidden, ~available[r, r.start : r.stop])
 
 
 def test_kernel_matches_direct_formula():

@@ -85,7 +85,7 @@ def test_windows_in_blocks_give_the_values_of_one_batch(judged, monkeypatch):
     )
     whole = statistics.on_every_window(statistics.Measures(shuffled))
     monkeypatch.setattr(statistics.blocks, "BLOCK_BYTES", 1)
-    assert len(statistics.Measures(shuffled).blocks()) == 3
+    assert len(statistics.Measures(shuffled).spans()) == 3
     parts = statistics.on_every_window(statistics.Measures(shuffled))
     assert parts.keys() == whole.keys()
     for key, values in whole.items():
@@ -145,9 +145,11 @@ scores = arrays(np.float64, (N, N), elements=st.floats(-30, 30, allow_nan=False)
 
 @settings(max_examples=60, deadline=None)
 @given(scores=scores, kernel=st.booleans(), strict=st.booleans(), scale=st.floats(1e-6, 1e6))
-def test_the_share_lies_between_an_even_row_and_one_winner(scores, kernel, strict, scale):
+def test_the_share_lies_between_an_even_row_and_one_winner_and_the_entropy_in_0_1(scores, kernel, strict, scale):
     rows = _rows(scores * (scale if kernel else 1.0), kernel, strict)
     share = stats.winner_share(rows[None, None], strict)[0, 0]
+    entropy = stats.norm_entropy(rows[None, None], strict)[0, 0]
+    assert np.isfinite(entropy) and -1e-12 <= entropy <= 1 + 1e-12
     first = laws.first_scorable(strict)
     n_keys = np.arange(first, N) + (0 if strict else 1)
     assert np.isfinite(share) and np.mean(1 / n_keys) - 1e-12 <= share <= 1 + 1e-12
@@ -155,7 +157,7 @@ def test_the_share_lies_between_an_even_row_and_one_winner(scores, kernel, stric
 
 @settings(max_examples=30, deadline=None)
 @given(strict=st.booleans(), kernel=st.booleans())
-def test_one_hot_rows_give_one_and_vanishing_kernel_rows_an_even_share(strict, kernel):
+def test_one_hot_rows_give_one_and_vanishing_kernel_rows_an_even_share_and_entropy(strict, kernel):
     available = laws.available_TT(N, strict)
     one_hot = np.eye(N)[None, None]
     if strict:
@@ -165,3 +167,4 @@ def test_one_hot_rows_give_one_and_vanishing_kernel_rows_an_even_share(strict, k
     first = laws.first_scorable(strict)
     even = np.mean(1 / (np.arange(first, N) + (0 if strict else 1)))
     assert stats.winner_share(zero, strict)[0, 0] == pytest.approx(even)
+    assert stats.norm_entropy(zero, strict)[0, 0] == 1.0  # no distribution: counted as an even row

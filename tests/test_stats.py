@@ -1,7 +1,9 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from attngeom import stats
+from attngeom import laws, stats
 from attngeom.bundles import BundleModel
 
 
@@ -103,4 +105,69 @@ def test_winners_by_row_bands_are_the_winners_of_the_whole_scores(kernel, strict
         b, eps = (rng.uniform(0.1, 1, size=(2,)), rng.uniform(0.1, 1, size=(2,))) if kernel else (None, None)
         score = stats.Scorer(np.einsum("...td,...sd->...ts", q, k), (q * q).sum(-1), (k * k).sum(-1), b, eps)
         for t in (0.5, 1.0, 4.0):
-            np.testing.assert_array_equal(score.winners(t, strict), stats.winners(score(t), strict))
+            np.testing.assert_array_equal(score.winners(t, strict), whole_winners(score(t), strict))
+        np.testing.assert_array_equal(
+            score.nearest(strict),
+            whole_winners(-np.linalg.norm(q[..., :, None, :] - k[..., None, :, :], axis=-1), strict),
+        )
+
+
+def whole_winners(scores_NTT: np.ndarray, strict: bool) -> np.ndarray:
+    """The definition, on whole rows: the argmax over each scorable row's available keys."""
+    T = scores_NTT.shape[-1]
+    masked = np.where(laws.available_TT(T, strict), scores_NTT, -np.inf)
+    return masked.argmax(-1)[..., laws.first_scorable(strict) :]
+
+
+def whole_rows(attn_NTT: np.ndarray, strict: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The scorable rows of a map in float64, zero on the keys a row may not attend, and their key counts."""
+    T, first = attn_NTT.shape[-1], laws.first_scorable(strict)
+    p = np.where(laws.available_TT(T, strict), attn_NTT.astype(np.float64), 0.0)[..., first:, :]
+    return p, np.arange(first, T) + (0 if strict else 1)
+
+
+def whole_entropy(attn_NTT: np.ndarray, strict: bool) -> np.ndarray:
+    p, n_keys = whole_rows(attn_NTT, strict)
+    p = p / p.sum(-1, keepdims=True)
+    plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    return (-plogp.sum(-1) / np.log(n_keys)).mean(-1)
+
+
+def whole_share(attn_NTT: np.ndarray, strict: bool) -> np.ndarray:
+    p, n_keys = whole_rows(attn_NTT, strict)
+    return (p.max(-1) / p.sum(-1)).mean(-1)
+
+
+@st.composite
+def maps(draw, most_T: int = 128) -> tuple[np.ndarray, bool]:
+    """Float16 maps of 2 heads that a law allows: never negative, zero on the hidden keys, rows of few
+    distinct weights (ties and zeros) and every scorable row with some weight."""
+    T, strict = draw(st.integers(3, most_T)), draw(st.booleans())
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    levels = rng.integers(0, 4, size=(2, T, T)) * np.float16(draw(st.sampled_from([2.0**-14, 0.01, 0.25])))
+    attn = np.where(laws.available_TT(T, strict), levels, 0.0)
+    attn[:, np.arange(laws.first_scorable(strict), T), 0] += 0.5  # key 0: every scorable row has weight
+    return attn.astype(np.float16), strict
+
+
+@settings(max_examples=60, deadline=None)
+@given(maps())
+def test_a_maps_rows_by_band_give_its_whole_rows_statistics_bit_for_bit(drawn):
+    """Band by band (laws.row_bands), a map's winners, entropy and winner share are those its whole
+    rows give: the same numbers, the same sums (T <= 128), ties to the first key."""
+    attn, strict = drawn
+    rows = stats.MapRows(attn, strict)
+    np.testing.assert_array_equal(rows.winners, whole_winners(attn, strict))
+    np.testing.assert_array_equal(rows.entropy, whole_entropy(attn, strict))
+    np.testing.assert_array_equal(rows.share, whole_share(attn, strict))
+
+
+@settings(max_examples=20, deadline=None)
+@given(maps(most_T=300))
+def test_past_128_keys_the_bands_sum_in_another_order_only(drawn):
+    attn, strict = drawn
+    rows = stats.MapRows(attn, strict)
+    np.testing.assert_array_equal(rows.winners, whole_winners(attn, strict))
+    np.testing.assert_allclose(rows.entropy, whole_entropy(attn, strict), rtol=1e-13)
+    np.testing.assert_allclose(rows.share, whole_share(attn, strict), rtol=1e-13)

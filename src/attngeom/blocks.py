@@ -50,3 +50,18 @@ def each(fn: Callable, items: Iterable, workers: int | None = None) -> list:
         return [fn(item) for item in items]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(fn, items))
+
+
+class measured:
+    """A property computed on first use and kept in the instance, as functools.cached_property, without
+    its lock: before Python 3.12 that lock is one per property for every instance, so threads measuring
+    different models (`each`) would wait on each other's census and scale test."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __get__(self, instance: object | None, owner: type | None = None):
+        if instance is None:
+            return self
+        value = instance.__dict__[self.name] = self.fn(instance)  # the instance's value hides this descriptor
+        return value

@@ -113,8 +113,8 @@ def census(folder: Path, models: dict[str, BundleModel]) -> dict:
         first = 2 if m.strict else 1
         owners[v] = {}
         for col, step in enumerate(steps):
-            win = stats.winners(m.maps[step][head], m.strict)
-            count = round(float(stats.occupancy(m.maps[step], m.strict)[head]) * m.maps[step].shape[-1])
+            census = stats.MapRows(m.maps[step][head], m.strict)
+            win, count = census.winners, round(float(census.occupancy) * census.T)
             owners[v][str(step)] = count
             rows = np.arange(first, first + win.size)
             annexed = np.zeros(win.size, bool)

@@ -7,6 +7,8 @@ distance assembled from the same dot products exactly as the original script did
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 
@@ -19,6 +21,28 @@ def available_TT(T: int, strict: bool) -> np.ndarray:
 def first_scorable(strict: bool) -> int:
     """The first row with at least two available keys."""
     return 2 if strict else 1
+
+
+@cache
+def row_bands(T: int, strict: bool, bands: int = 4) -> tuple[tuple[slice, slice, np.ndarray], ...]:
+    """The scorable rows in consecutive bands, each with the keys its rows may attend and where they may
+    not: (rows, keys, hidden_RR). Rows a <= i < b see keys j < b only, so a row statistic taken band by
+    band never touches the scores above the diagonal's staircase (4 bands hold 5/8 of the T x T
+    scores); and every key j < a is available to them, so the keys a row may not attend all lie in
+    the band's diagonal block, keys a <= j < b: `hidden_RR` marks them there (`hide`).
+
+    A band ends at a multiple of 8 (or at T): numpy sums a row of at most 128 numbers in 8 running
+    sums, so a band's row sums are those of the whole row, whose later keys add zeros."""
+    ends = sorted({min(T, 8 * max(1, T * n // bands // 8)) for n in range(1, bands)} | {T})
+    starts = [first_scorable(strict), *ends[:-1]]
+    hidden = ~available_TT(T, strict)
+    return tuple((slice(a, b), slice(0, b), hidden[a:b, a:b]) for a, b in zip(starts, ends) if b > a)
+
+
+def hide(band_NRS: np.ndarray, rows: slice, hidden_RR: np.ndarray, value: float) -> np.ndarray:
+    """A band of scores (row_bands) with `value` written over the keys its rows may not attend, in place."""
+    np.copyto(band_NRS[..., rows.start :], value, where=hidden_RR)
+    return band_NRS
 
 
 def dots(q_NTD: np.ndarray, k_NSD: np.ndarray) -> np.ndarray:
@@ -58,7 +82,8 @@ def kernel(dots_NTS, qq_NT, kk_NS, b_N, eps_N, t: float = 1.0) -> np.ndarray:
 def kernel_weights(kappa_NTS: np.ndarray, available_TS: np.ndarray) -> np.ndarray:
     """Masked kappa normalised by its row sum (+1e-9, as the original): rows with no key stay 0."""
     masked = np.where(available_TS, kappa_NTS, 0.0)
-    return masked / (masked.sum(-1, keepdims=True) + 1e-9)
+    masked /= masked.sum(-1, keepdims=True) + 1e-9
+    return masked
 
 
 def kernel_points(q_PD: np.ndarray, k_KD: np.ndarray, b: float, eps: float) -> np.ndarray:

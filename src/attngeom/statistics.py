@@ -25,22 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from attngeom import blocks, hull, stats
+from attngeom.blocks import measured
 from attngeom.bundles import BundleModel, fixed_window_only, load_model, window
-
-
-class measured:
-    """A property computed on first use and kept in the instance, as functools.cached_property, without
-    its lock: before Python 3.12 that lock is one per property for every instance, so threads measuring
-    different models (blocks.each) would wait on each other's census and scale test."""
-
-    def __init__(self, fn: Callable) -> None:
-        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
-
-    def __get__(self, measures: Measures | None, owner: type | None = None):
-        if measures is None:
-            return self
-        value = measures.__dict__[self.name] = self.fn(measures)  # the instance's value hides this descriptor
-        return value
 
 
 class Measures:
@@ -48,8 +34,7 @@ class Measures:
 
     def __init__(self, windowed: BundleModel) -> None:
         self.model = windowed
-        self._occupancy: dict[int, np.ndarray] = {}
-        self._entropy: dict[int, np.ndarray] = {}
+        self._rows: dict[int, stats.MapRows] = {}
 
     @classmethod
     def of(cls, model: BundleModel) -> Measures:
@@ -76,21 +61,20 @@ class Measures:
         """Scorable rows per head: T - 1 (causal) or T - 2 (strict)."""
         return self.window_size - 1 - int(self.model.strict)
 
-    def blocks(self) -> list[Measures]:
-        """The measures of consecutive blocks of windows, each within blocks.BLOCK_BYTES of float64
-        scores, sharing this model's census and sweep (computed on every window at once: the census
-        certifies every head of every window in one batch, the sweep is one head)."""
-        spans = blocks.spans(self.windows, self.heads * self.window_size**2 * 8)
-        if len(spans) == 1:
-            return [self]
-        inside_WLHT, sweep_SW = self.inside_WLHT, self.sweep_SW
-        parts = []
-        for span in spans:
-            part = Measures(window(self.model, span))
-            # where a `measured` property keeps its value: the block's slices of the whole's arrays
-            part.__dict__.update(inside_WLHT=inside_WLHT[span], sweep_SW=sweep_SW[:, span])
-            parts.append(part)
-        return parts
+    def spans(self) -> list[slice]:
+        """Consecutive blocks of windows, each within blocks.BLOCK_BYTES of float64 scores."""
+        return blocks.spans(self.windows, self.heads * self.window_size**2 * 8)
+
+    def part(self, span: slice) -> Measures:
+        """The measures of a block of windows, sharing this model's census and sweep (computed on every
+        window at once: the census certifies every head of every window in one batch, the sweep is one
+        head). A block's arrays are freed with it: only its statistics are kept."""
+        if span == slice(0, self.windows):
+            return self
+        part = Measures(window(self.model, span))
+        # where a `measured` property keeps its value: the block's slices of the whole's arrays
+        part.__dict__.update(inside_WLHT=self.inside_WLHT[span], sweep_SW=self.sweep_SW[:, span])
+        return part
 
     @property
     def steps(self) -> list[int]:
@@ -106,22 +90,26 @@ class Measures:
         """Fraction of scorable rows whose winner moves at each of stats.SCALES."""
         return stats.scale_changed(self.model, score=self.score)
 
+    def map_rows(self, step: int) -> stats.MapRows:
+        """The map of a telemetry step, its rows read once for all its statistics, when first asked."""
+        if step not in self._rows:
+            self._rows[step] = stats.MapRows(self.model.maps[step], self.model.strict)
+        return self._rows[step]
+
     def occupancy(self, step: int) -> np.ndarray:
-        """Distinct winners / T per head at a telemetry step: (W, L, H); each step computed once, when asked."""
-        if step not in self._occupancy:
-            self._occupancy[step] = stats.occupancy(self.model.maps[step], self.model.strict)
-        return self._occupancy[step]
+        """Distinct winners / T per head at a telemetry step: (W, L, H)."""
+        return self.map_rows(step).occupancy
 
     def entropy(self, step: int) -> np.ndarray:
-        """The mean normalised entropy per head at a telemetry step: (W, L, H); each step computed once, when asked."""
-        if step not in self._entropy:
-            self._entropy[step] = stats.norm_entropy(self.model.maps[step], self.model.strict)
-        return self._entropy[step]
+        """The mean normalised entropy per head at a telemetry step: (W, L, H)."""
+        return self.map_rows(step).entropy
 
     @measured
     def agreement(self) -> tuple[np.ndarray, np.ndarray]:
         """Per head, the share of rows whose winner is the nearest key and the best-aligned key: (W, L, H) each."""
-        return stats.winner_agreement(self.model, self.score)
+        last = self.steps[-1]
+        final = self.map_rows(last) if self.model.attn_LHTT is self.model.maps[last] else None  # a windowed model's
+        return stats.winner_agreement(self.model, self.score, final)
 
     @measured
     def inside_WLHT(self) -> np.ndarray:
@@ -236,7 +224,7 @@ TABLE: dict[str, Statistic] = {
     "winner_share_final": Statistic(
         "share of its row the winner holds, final map (mean over rows and heads)",
         "share",
-        lambda m: stats.winner_share(m.model.maps[m.steps[-1]], m.model.strict).mean((1, 2)),
+        lambda m: m.map_rows(m.steps[-1]).share.mean((1, 2)),
     ),
     "reconstruction_max_abs": Statistic(
         "kernel weights recomputed from q, k, b, eps: largest error",
@@ -255,12 +243,18 @@ def applicable(model: BundleModel) -> dict[str, Statistic]:
 
 
 def on_every_window(measures: Measures) -> dict[str, np.ndarray]:
-    """Every applicable statistic on each window: key -> (W,), computed block by block (Measures.blocks),
+    """Every applicable statistic on each window: key -> (W,), computed block by block (Measures.part),
     the blocks side by side on the process's cores (blocks.each)."""
     table = applicable(measures.model)
-    parts = blocks.each(
-        lambda part: {key: np.asarray(s.per_window(part)) for key, s in table.items()}, measures.blocks()
-    )
+
+    def block(span: slice) -> dict[str, np.ndarray]:
+        part = measures.part(span)
+        return {key: np.asarray(s.per_window(part)) for key, s in table.items()}
+
+    spans = measures.spans()
+    if len(spans) > 1:
+        _ = measures.inside_WLHT, measures.sweep_SW  # on every window at once, before the blocks share them
+    parts = blocks.each(block, spans)
     return {key: np.concatenate([part[key] for part in parts]) for key in table}
 
 

@@ -7,11 +7,12 @@ kept per head (L, H) so the report can show the spread as well as the mean.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from attngeom import laws
+from attngeom import blocks, laws
 from attngeom.bundles import BundleModel
 
 SCALES = (0.5, 0.8, 1.25, 2.0, 4.0)
@@ -21,12 +22,22 @@ CENSUS_HEAD = (3, 0)
 FIXED_HEADS = {"the census head": CENSUS_HEAD, "the scale sweep's head": SWEEP_HEAD}  # (layer, head) read by position
 
 
+def by_band(row_fn: Callable[[slice, slice, np.ndarray], np.ndarray], T: int, strict: bool) -> np.ndarray:
+    """row_fn(rows, keys, hidden_RR) on each of laws.row_bands, joined: a value per scorable row, (..., R)."""
+    return np.concatenate([row_fn(*band) for band in laws.row_bands(T, strict)], -1)
+
+
+def band_winners(score: Callable[[slice, slice], np.ndarray], T: int, strict: bool) -> np.ndarray:
+    """Winner of each scorable row, the argmax over its available keys, from each row band's scores
+    `score(rows, keys)`, a fresh array this overwrites with -inf on the keys a row may not attend: (..., R)."""
+    return by_band(lambda rows, keys, hidden: laws.hide(score(rows, keys), rows, hidden, -np.inf).argmax(-1), T, strict)
+
+
 def winners(scores_NTS: np.ndarray, strict: bool) -> np.ndarray:
-    """Winner of each scorable row: argmax over the available keys, (..., rows). Float16 maps are
-    compared in float32 (every float16 is one exactly), other scores in their own precision."""
-    T = scores_NTS.shape[-2]
-    masked = np.where(laws.available_TT(T, strict), scores_NTS, np.float32(-np.inf))
-    return masked.argmax(-1)[..., laws.first_scorable(strict) :]
+    """Winner of each scorable row of whole scores (..., T, T): (..., R). Float16 maps are compared in
+    float32 (every float16 is one exactly), other scores in their own precision."""
+    dtype = np.result_type(scores_NTS.dtype, np.float32)
+    return band_winners(lambda rows, keys: scores_NTS[..., rows, keys].astype(dtype), scores_NTS.shape[-2], strict)
 
 
 def distinct_count(win_NR: np.ndarray) -> np.ndarray:
@@ -61,17 +72,27 @@ class Scorer:
         """The scorer of the queries `rows` against the keys `keys` (the same numbers, element by element)."""
         return Scorer(self.dots[..., rows, keys], self.qq[..., rows], self.kk[..., keys], self.b, self.eps)
 
+    @blocks.measured
+    def at_one(self) -> np.ndarray:
+        """The scores at t = 1 on every key, computed once: the scale test's reference winners and the
+        kernel weights the reconstruction compares."""
+        return self.dots if self.b is None else self(1.0)
+
     def winners(self, t: float, strict: bool) -> np.ndarray:
-        """winners(self(t), strict), without scoring the keys no row of the upper half can see: rows
-        i < h = T/2 see keys j <= i < h only, so their winners come from the h x h scores of the top
-        left, the other rows' from their whole rows; a quarter of the scores is never computed (the
-        scale test on 16 windows of the published models: 0.82 s instead of 1.11 s). Every score is
-        the one self(t) holds, and so is every winner."""
-        T = self.dots.shape[-1]
-        h = max(T // 2, laws.first_scorable(strict))
-        top = winners(self.band(slice(0, h), slice(0, h))(t), strict)  # rows first_scorable .. h - 1
-        masked = np.where(laws.available_TT(T, strict)[h:], self.band(slice(h, T), slice(0, T))(t), -np.inf)
-        return np.concatenate([top, masked.argmax(-1)], -1)
+        """winners(self(t), strict), each row band scored on the keys its rows see only (laws.row_bands):
+        3/8 of the scores are never computed. Every score is the one self(t) holds, and so is every
+        winner. At t = 1, the winners of `at_one`."""
+        if t == 1.0:
+            return winners(self.at_one, strict)
+        return band_winners(lambda rows, keys: self.band(rows, keys)(t), self.dots.shape[-1], strict)
+
+    def nearest(self, strict: bool) -> np.ndarray:
+        """Each scorable row's nearest available key, argmin |q - k|^2 = |q|^2 + |k|^2 - 2 q.k, band by band: (..., R)."""
+        return band_winners(
+            lambda rows, keys: -(self.qq[..., rows, None] + self.kk[..., None, keys] - 2 * self.dots[..., rows, keys]),
+            self.dots.shape[-1],
+            strict,
+        )
 
 
 def scorer(model: BundleModel, head: tuple[int, int] | None = None) -> Scorer:
@@ -122,49 +143,90 @@ def scale_sweep(model: BundleModel, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.
     return sweep_changed_rows(model, head, scales).mean(-1)
 
 
+class MapRows:
+    """An attention map's scorable rows, band by band (laws.row_bands), in float64 with 0 on the keys a
+    row may not attend: converted once, and read by the map's winners, distinct winners, entropy and
+    winner share.
+
+    A map is never negative (arrays.check_attention refuses one), so the argmax of a zeroed row is
+    its winner among the available keys, as with those keys masked to -inf: the first largest weight,
+    or key 0 where every weight is 0."""
+
+    def __init__(self, attn_NTT: np.ndarray, strict: bool) -> None:
+        T = attn_NTT.shape[-1]
+        self.T = T
+        self.bands = [
+            (laws.hide(attn_NTT[..., rows, keys].astype(np.float64), rows, hidden, 0.0), rows)
+            for rows, keys, hidden in laws.row_bands(T, strict)
+        ]
+        self.n_keys_T = np.arange(T) + (0 if strict else 1)  # the keys row i may attend
+
+    def _rows(self, row_fn: Callable[[np.ndarray, slice], np.ndarray]) -> np.ndarray:
+        return np.concatenate([row_fn(p, rows) for p, rows in self.bands], -1)
+
+    @blocks.measured
+    def winners(self) -> np.ndarray:
+        """The winner of each scorable row: (..., R)."""
+        return self._rows(lambda p, rows: p.argmax(-1))
+
+    @blocks.measured
+    def occupancy(self) -> np.ndarray:
+        """Distinct winners among the scorable rows, divided by T: (...)."""
+        return distinct_count(self.winners) / self.T
+
+    @blocks.measured
+    def entropy(self) -> np.ndarray:
+        """Mean normalised entropy of the scorable rows: (...). Each row is renormalised over its
+        available keys and its entropy divided by the log of their number (i + 1 causal, i strict). A
+        row of no weight at all (a kernel row whose scores all vanish) has no distribution to measure;
+        like an even row, it counts as 1."""
+
+        def entropy(weights: np.ndarray, rows: slice) -> np.ndarray:
+            total = weights.sum(-1, keepdims=True)
+            p = weights / np.where(total > 0, total, 1.0)
+            p *= np.log(np.where(p > 0, p, 1.0))  # p log p, 0 where p = 0
+            return np.where(total[..., 0] > 0, -p.sum(-1) / np.log(self.n_keys_T[rows]), 1.0)
+
+        return self._rows(entropy).mean(-1)
+
+    @blocks.measured
+    def share(self) -> np.ndarray:
+        """Mean share of its row that each scorable row's winner holds: (...).
+
+        The posts shade each owner darker "the more of the row the winner holds": the winner's weight
+        over the row's weight on its available keys (a softmax row sums to 1, a kernel row to
+        S/(S + 1e-9), anything in [0, 1), so both are renormalised). A row of n keys gives a share in
+        [1/n, 1]; a row of no weight at all (a kernel row whose scores all vanish) singles out no key,
+        and counts as 1/n, the share of an even row."""
+
+        def share(p: np.ndarray, rows: slice) -> np.ndarray:
+            top, total = p.max(-1), p.sum(-1)
+            return np.where(total > 0, top / np.where(total > 0, total, 1.0), 1.0 / self.n_keys_T[rows])
+
+        return self._rows(share).mean(-1)
+
+
 def occupancy(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
     """Distinct winners among the scorable rows of a map, divided by T: (L, H)."""
-    win = winners(attn_LHTT, strict)
-    return distinct_count(win) / attn_LHTT.shape[-1]
+    return MapRows(attn_LHTT, strict).occupancy
 
 
 def norm_entropy(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
-    """Mean normalised entropy of the scorable rows, per head: (L, H).
-
-    Each row is renormalised over its available keys and its entropy divided by the log of
-    their number (i + 1 causal, i strict).
-    """
-    T = attn_LHTT.shape[-1]
-    first = laws.first_scorable(strict)
-    p = np.where(laws.available_TT(T, strict), attn_LHTT.astype(np.float64), 0.0)[..., first:, :]
-    p = p / p.sum(-1, keepdims=True)
-    plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
-    n_keys = np.arange(first, T) + (0 if strict else 1)
-    return (-plogp.sum(-1) / np.log(n_keys)).mean(-1)
+    """Mean normalised entropy of the scorable rows, per head: (L, H) (MapRows.entropy)."""
+    return MapRows(attn_LHTT, strict).entropy
 
 
 def winner_share(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
-    """Mean share of its row that each scorable row's winner holds, per head: (L, H).
-
-    The posts shade each owner darker "the more of the row the winner holds": the winner's weight
-    over the row's weight on its available keys (a softmax row sums to 1, a kernel row to
-    S/(S + 1e-9), anything in [0, 1), so both are renormalised). A row of n keys gives a share in
-    [1/n, 1]; a row of no weight at all (a kernel row whose scores all vanish) singles out no key,
-    and counts as 1/n, the share of an even row.
-    """
-    T = attn_LHTT.shape[-1]
-    first = laws.first_scorable(strict)
-    p = np.where(laws.available_TT(T, strict), attn_LHTT.astype(np.float64), 0.0)[..., first:, :]
-    top, total = p.max(-1), p.sum(-1)
-    n_keys = np.arange(first, T) + (0 if strict else 1)
-    return np.where(total > 0, top / np.where(total > 0, total, 1.0), 1.0 / n_keys).mean(-1)
+    """Mean share of its row that each scorable row's winner holds, per head: (L, H) (MapRows.share)."""
+    return MapRows(attn_LHTT, strict).share
 
 
 def reconstruction_gap(model: BundleModel, score: Scorer | None = None) -> np.ndarray:
     """Per head, largest |kernel weights recomputed from exported q, k, b, eps - exported attn|: (..., L, H)."""
     T = model.attn_LHTT.shape[-1]
-    w = laws.kernel_weights((score or scorer(model))(1.0), laws.available_TT(T, model.strict))
-    return np.abs(w - model.attn_LHTT.astype(np.float64)).max((-2, -1))
+    gap = laws.kernel_weights((score or scorer(model)).at_one, laws.available_TT(T, model.strict))
+    gap -= model.attn_LHTT  # each float16 weight is a float64 exactly
+    return np.abs(gap, out=gap).max((-2, -1))
 
 
 def reconstruction_error(model: BundleModel) -> float:
@@ -172,12 +234,14 @@ def reconstruction_error(model: BundleModel) -> float:
     return float(reconstruction_gap(model).max())
 
 
-def winner_agreement(model: BundleModel, score: Scorer | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per head, the share of scorable rows whose winner in the final map is also the nearest key
-    (argmin |q - k|) and the best-aligned key (argmax q.k) among the available keys."""
+def winner_agreement(
+    model: BundleModel, score: Scorer | None = None, final: MapRows | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per head, the share of scorable rows whose winner in the final map (`final`: its rows, if read
+    already) is also the nearest key (argmin |q - k|) and the best-aligned key (argmax q.k) among the
+    available keys."""
     score = score or scorer(model)
-    dist2 = score.qq[..., :, None] + score.kk[..., None, :] - 2 * score.dots
-    own = winners(model.attn_LHTT, model.strict)
-    nearest = winners(-dist2, model.strict)
+    own = (final or MapRows(model.attn_LHTT, model.strict)).winners
+    nearest = score.nearest(model.strict)
     aligned = winners(score.dots, model.strict)
     return (own == nearest).mean(-1), (own == aligned).mean(-1)
