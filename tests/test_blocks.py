@@ -39,7 +39,44 @@ def test_each_keeps_the_order_and_uses_at_most_its_workers(monkeypatch):
     assert most[0] == 2  # one per core
     most[0] = 0
     assert blocks.each(slow_square, range(5), workers=5) == [x * x for x in range(5)]
-    assert most[0] > 2
+    assert most[0] == 2  # five threads, but one running item per core's token
+
+
+def test_nested_work_runs_one_item_per_core_and_gives_its_tokens_back():
+    """Items that spread work of their own lend their core while they wait: however deep the nesting,
+    at most one item per core computes at once, nothing waits forever, and an error returns every token."""
+    import threading
+    import time
+
+    from attngeom.errors import InputError
+
+    running, most, lock = [0], [0], threading.Lock()
+
+    def leaf(x: int) -> int:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.005)
+        with lock:
+            running[0] -= 1
+        if x < 0:
+            raise InputError("a bad leaf")
+        return x
+
+    def middle(x: int) -> int:
+        return sum(blocks.each(leaf, range(x, x + 4), workers=4))
+
+    def top(x: int) -> int:
+        return sum(blocks.each(middle, range(x, x + 3), workers=3))
+
+    expected = [sum(sum(range(x + m, x + m + 4)) for m in range(3)) for x in range(3)]
+    assert blocks.each(top, range(3), workers=3) == expected
+    assert most[0] <= blocks.cores()
+    with pytest.raises(InputError, match="a bad leaf"):
+        blocks.each(middle, [-2, 5], workers=2)
+    most[0] = 0
+    assert blocks.each(leaf, range(6), workers=6) == list(range(6))  # every token came back
+    assert most[0] == min(6, blocks.cores())
 
 
 def test_each_raises_an_items_error_as_the_loop_would():

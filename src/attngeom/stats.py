@@ -8,7 +8,7 @@ kept per head (L, H) so the report can show the spread as well as the mean.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -62,6 +62,7 @@ class Scorer:
     kk: np.ndarray
     b: np.ndarray | None
     eps: np.ndarray | None
+    _at_one: dict[bool, list[np.ndarray]] = field(default_factory=dict, compare=False, repr=False)
 
     def __call__(self, t: float) -> np.ndarray:
         if self.b is None:
@@ -72,18 +73,24 @@ class Scorer:
         """The scorer of the queries `rows` against the keys `keys` (the same numbers, element by element)."""
         return Scorer(self.dots[..., rows, keys], self.qq[..., rows], self.kk[..., keys], self.b, self.eps)
 
-    @blocks.measured
-    def at_one(self) -> np.ndarray:
-        """The scores at t = 1 on every key, computed once: the scale test's reference winners and the
-        kernel weights the reconstruction compares."""
-        return self.dots if self.b is None else self(1.0)
+    def at_one(self, strict: bool) -> list[np.ndarray]:
+        """The kernel at t = 1 on each row band (laws.row_bands), 0 on the keys a row may not attend,
+        computed once: the scale test's reference winners and the weights the reconstruction compares."""
+        if strict not in self._at_one:
+            T = self.dots.shape[-1]
+            self._at_one[strict] = [
+                laws.hide(self.band(rows, keys)(1.0), rows, hidden, 0.0)
+                for rows, keys, hidden in laws.row_bands(T, strict)
+            ]
+        return self._at_one[strict]
 
     def winners(self, t: float, strict: bool) -> np.ndarray:
         """winners(self(t), strict), each row band scored on the keys its rows see only (laws.row_bands):
         3/8 of the scores are never computed. Every score is the one self(t) holds, and so is every
-        winner. At t = 1, the winners of `at_one`."""
-        if t == 1.0:
-            return winners(self.at_one, strict)
+        winner. A kernel at t = 1 takes them from `at_one`: kappa is never negative, so the argmax of a
+        band zeroed on its hidden keys is its winner, as with those keys at -inf."""
+        if t == 1.0 and self.b is not None:
+            return np.concatenate([band.argmax(-1) for band in self.at_one(strict)], -1)
         return band_winners(lambda rows, keys: self.band(rows, keys)(t), self.dots.shape[-1], strict)
 
     def nearest(self, strict: bool) -> np.ndarray:
@@ -222,11 +229,23 @@ def winner_share(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
 
 
 def reconstruction_gap(model: BundleModel, score: Scorer | None = None) -> np.ndarray:
-    """Per head, largest |kernel weights recomputed from exported q, k, b, eps - exported attn|: (..., L, H)."""
-    T = model.attn_LHTT.shape[-1]
-    gap = laws.kernel_weights((score or scorer(model)).at_one, laws.available_TT(T, model.strict))
-    gap -= model.attn_LHTT  # each float16 weight is a float64 exactly
-    return np.abs(gap, out=gap).max((-2, -1))
+    """Per head, largest |kernel weights recomputed from exported q, k, b, eps - exported attn|: (..., L, H).
+
+    Row band by row band (the kernel at t = 1 the scale test computed), and the rows before the
+    first scorable one whole; a key a row may not attend has weight 0 in both, the exported map's
+    checked on reading (arrays.check_attention), so the keys right of a band add nothing to the gap."""
+    score = score or scorer(model)
+    T, strict, attn = model.attn_LHTT.shape[-1], model.strict, model.attn_LHTT
+    available = laws.available_TT(T, strict)
+    first = slice(0, laws.first_scorable(strict))
+    bands = [(score.band(first, first)(1.0), first, first)]
+    bands += [(kappa, rows, keys) for kappa, (rows, keys, _) in zip(score.at_one(strict), laws.row_bands(T, strict))]
+    gaps = []
+    for kappa, rows, keys in bands:
+        gap = laws.kernel_weights(kappa, available[rows, keys])
+        gap -= attn[..., rows, keys]  # each float16 weight is a float64 exactly
+        gaps.append(np.abs(gap, out=gap).max((-2, -1)))
+    return np.max(gaps, axis=0)
 
 
 def reconstruction_error(model: BundleModel) -> float:
