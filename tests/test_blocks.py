@@ -3,6 +3,9 @@ cores: in order, within its workers, errors raised as a loop raises them, the sa
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,49 +22,43 @@ def test_spans_cover_every_item_once_in_blocks_within_the_budget(n, item_bytes):
         assert size >= 1 and (size == 1 or size * item_bytes <= blocks.BLOCK_BYTES)
 
 
+class Counted:
+    """fn, counting how many of its calls run at once: `most` is the largest count seen."""
+
+    def __init__(self, fn, pause: float) -> None:
+        self.fn, self.pause, self.running, self.most, self.lock = fn, pause, 0, 0, threading.Lock()
+
+    def __call__(self, x: int) -> int:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(self.pause)
+        with self.lock:
+            self.running -= 1
+        return self.fn(x)
+
+
 def test_each_keeps_the_order_and_uses_at_most_its_workers(monkeypatch):
-    import threading
-    import time
-
     monkeypatch.setattr(blocks, "cores", lambda: 2)
-    running, most, lock = [0], [0], threading.Lock()
-
-    def slow_square(x: int) -> int:
-        with lock:
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        time.sleep(0.02)
-        with lock:
-            running[0] -= 1
-        return x * x
-
+    slow_square = Counted(lambda x: x * x, 0.02)
     assert blocks.each(slow_square, range(8)) == [x * x for x in range(8)]
-    assert most[0] == 2  # one per core
-    most[0] = 0
+    assert slow_square.most == min(2, blocks.AT_ONCE)  # two workers
+    slow_square.most = 0
     assert blocks.each(slow_square, range(5), workers=5) == [x * x for x in range(5)]
-    assert most[0] == 2  # five threads, but one running item per core's token
+    assert slow_square.most == min(5, blocks.AT_ONCE)  # five threads, one running item per core's token
 
 
 def test_nested_work_runs_one_item_per_core_and_gives_its_tokens_back():
     """Items that spread work of their own lend their core while they wait: however deep the nesting,
     at most one item per core computes at once, nothing waits forever, and an error returns every token."""
-    import threading
-    import time
-
     from attngeom.errors import InputError
 
-    running, most, lock = [0], [0], threading.Lock()
-
-    def leaf(x: int) -> int:
-        with lock:
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        time.sleep(0.005)
-        with lock:
-            running[0] -= 1
+    def refuse_negatives(x: int) -> int:
         if x < 0:
             raise InputError("a bad leaf")
         return x
+
+    leaf = Counted(refuse_negatives, 0.01)
 
     def middle(x: int) -> int:
         return sum(blocks.each(leaf, range(x, x + 4), workers=4))
@@ -71,12 +68,12 @@ def test_nested_work_runs_one_item_per_core_and_gives_its_tokens_back():
 
     expected = [sum(sum(range(x + m, x + m + 4)) for m in range(3)) for x in range(3)]
     assert blocks.each(top, range(3), workers=3) == expected
-    assert most[0] <= blocks.cores()
+    assert leaf.most <= blocks.AT_ONCE
     with pytest.raises(InputError, match="a bad leaf"):
         blocks.each(middle, [-2, 5], workers=2)
-    most[0] = 0
+    leaf.most = 0
     assert blocks.each(leaf, range(6), workers=6) == list(range(6))  # every token came back
-    assert most[0] == min(6, blocks.cores())
+    assert leaf.most == min(6, blocks.AT_ONCE)
 
 
 def test_each_raises_an_items_error_as_the_loop_would():

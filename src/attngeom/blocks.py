@@ -39,7 +39,8 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-_RUNNING = threading.BoundedSemaphore(cores())  # a token per core: held by each item of `each` while it runs
+AT_ONCE = cores()  # the items of `each` that run at once, however deep they nest: one per core
+_RUNNING = threading.BoundedSemaphore(AT_ONCE)  # a token per core: held by each item of `each` while it runs
 _HOLDS = threading.local()  # whether this thread runs an item of `each`, and so holds a token
 
 
