@@ -57,6 +57,9 @@ def test_an_npz_with_stored_members_is_what_numpy_reads_and_stores_only_those(tm
         kinds = {i.filename: i.compress_type for i in z.infolist()}
     assert kinds == {"q.npy": zipfile.ZIP_STORED, "attn.npy": zipfile.ZIP_DEFLATED}
     read, by_numpy = arrays.load_npz(tmp_path / "a.npz"), np.load(tmp_path / "a.npz")
+    arrays.save_npz(tmp_path / "all.npz", saved)
+    np.savez_compressed(tmp_path / "numpy.npz", **saved)
+    assert (tmp_path / "all.npz").read_bytes() == (tmp_path / "numpy.npz").read_bytes()
     for key, a in saved.items():
         np.testing.assert_array_equal(read[key], a, err_msg=key)
         np.testing.assert_array_equal(by_numpy[key], a, err_msg=key)

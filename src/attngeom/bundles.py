@@ -235,19 +235,21 @@ def load_models(
 
 
 def write_attn_npz(path: Path, tokens_T: np.ndarray, maps: dict[int, np.ndarray]) -> None:
-    """Write `attn_{variant}_s{seed}.npz` in the original format."""
-    arrays = {f"step{s}": np.asarray(m, dtype=np.float16) for s, m in maps.items()}
-    np.savez_compressed(path, tokens=np.asarray(tokens_T, dtype=np.int32), **arrays)
+    """Write `attn_{variant}_s{seed}.npz` in the original format (np.savez_compressed's bytes)."""
+    steps = {f"step{s}": np.asarray(m, dtype=np.float16) for s, m in maps.items()}
+    arrays.save_npz(path, {"tokens": np.asarray(tokens_T, dtype=np.int32), **steps})
 
 
 def write_geom_npz(path: Path, tokens_T: np.ndarray, q_LHTD, k_LHTD, attn_LHTT) -> None:
-    """Write `geom_{variant}_s{seed}.npz` in the original format."""
-    np.savez_compressed(
+    """Write `geom_{variant}_s{seed}.npz` in the original format (np.savez_compressed's bytes)."""
+    arrays.save_npz(
         path,
-        tokens=np.asarray(tokens_T, dtype=np.int32),
-        q=np.asarray(q_LHTD, dtype=np.float16),
-        k=np.asarray(k_LHTD, dtype=np.float16),
-        attn=np.asarray(attn_LHTT, dtype=np.float16),
+        {
+            "tokens": np.asarray(tokens_T, dtype=np.int32),
+            "q": np.asarray(q_LHTD, dtype=np.float16),
+            "k": np.asarray(k_LHTD, dtype=np.float16),
+            "attn": np.asarray(attn_LHTT, dtype=np.float16),
+        },
     )
 
 

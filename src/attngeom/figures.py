@@ -113,8 +113,8 @@ def census(folder: Path, models: dict[str, BundleModel]) -> dict:
         first = 2 if m.strict else 1
         owners[v] = {}
         for col, step in enumerate(steps):
-            census = stats.MapRows(m.maps[step][head], m.strict)
-            win, count = census.winners, round(float(census.occupancy) * census.T)
+            head_rows = stats.MapRows(m.maps[step][head], m.strict)
+            win, count = head_rows.winners, round(float(head_rows.occupancy) * head_rows.T)
             owners[v][str(step)] = count
             rows = np.arange(first, first + win.size)
             annexed = np.zeros(win.size, bool)

@@ -14,7 +14,7 @@ sum lambda = 1, sum lambda_l k_l = k_j over the other keys.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, fields
+from typing import NamedTuple
 
 import numpy as np
 from scipy.optimize import linprog
@@ -82,8 +82,7 @@ def separated_by_frank_wolfe(gram_NTT: np.ndarray, todo_P2: np.ndarray, iteratio
     return found
 
 
-@dataclass(frozen=True)
-class _Search:
+class _Search(NamedTuple):
     """Frank-Wolfe's state for the pairs `at` (indices into todo) still searching: their products
     s = p.k_l, their rows k_j.k_l of the Gram matrix, |p|^2 and their margins."""
 
@@ -106,12 +105,12 @@ class _Search:
 
     @classmethod
     def join(cls, searches: list[_Search]) -> _Search:
-        return cls(*(np.concatenate(arrays) for arrays in zip(*(astuple_shallow(s) for s in searches))))
+        return cls(*(np.concatenate(arrays) for arrays in zip(*searches)))
 
     def run(self, gram_NTT: np.ndarray, todo_P2: np.ndarray, iterations: int, found: np.ndarray) -> _Search:
         """Up to `iterations` rounds of a check, which marks the separated pairs in `found`, and a step
         for the others; the state of the pairs left."""
-        at, s_AT, g_AT, pp_A, margin_A = astuple_shallow(self)
+        at, s_AT, g_AT, pp_A, margin_A = self
         n, j = todo_P2[:, 0], todo_P2[:, 1]
         for _ in range(iterations if len(at) else 0):
             r = np.arange(len(at))
@@ -134,10 +133,6 @@ class _Search:
             s_AT += gamma[:, None] * d_AT
             pp_A += gamma * (2.0 * pd + gamma * dd)
         return _Search(at, s_AT, g_AT, pp_A, margin_A)
-
-
-def astuple_shallow(search: _Search) -> tuple[np.ndarray, ...]:
-    return tuple(getattr(search, f.name) for f in fields(search))
 
 
 _ONE_LP_AT_A_TIME = threading.Lock()  # HiGHS keeps global state (its task scheduler): one solve at a time

@@ -33,6 +33,13 @@ def band_winners(score: Callable[[slice, slice], np.ndarray], T: int, strict: bo
     return by_band(lambda rows, keys, hidden: laws.hide(score(rows, keys), rows, hidden, -np.inf).argmax(-1), T, strict)
 
 
+def zeroed_winners(bands: list[np.ndarray]) -> np.ndarray:
+    """The winners of row bands of scores that are never negative, zero on the keys a row may not
+    attend (a map, or kappa): the argmax of each row is its winner among the available keys, as with
+    those keys at -inf: the first largest score, or key 0 where every score is 0. (..., R)."""
+    return np.concatenate([band.argmax(-1) for band in bands], -1)
+
+
 def winners(scores_NTS: np.ndarray, strict: bool) -> np.ndarray:
     """Winner of each scorable row of whole scores (..., T, T): (..., R). Float16 maps are compared in
     float32 (every float16 is one exactly), other scores in their own precision."""
@@ -87,10 +94,9 @@ class Scorer:
     def winners(self, t: float, strict: bool) -> np.ndarray:
         """winners(self(t), strict), each row band scored on the keys its rows see only (laws.row_bands):
         3/8 of the scores are never computed. Every score is the one self(t) holds, and so is every
-        winner. A kernel at t = 1 takes them from `at_one`: kappa is never negative, so the argmax of a
-        band zeroed on its hidden keys is its winner, as with those keys at -inf."""
+        winner. A kernel at t = 1 takes them from `at_one` (zeroed_winners)."""
         if t == 1.0 and self.b is not None:
-            return np.concatenate([band.argmax(-1) for band in self.at_one(strict)], -1)
+            return zeroed_winners(self.at_one(strict))
         return band_winners(lambda rows, keys: self.band(rows, keys)(t), self.dots.shape[-1], strict)
 
     def nearest(self, strict: bool) -> np.ndarray:
@@ -155,9 +161,7 @@ class MapRows:
     row may not attend: converted once, and read by the map's winners, distinct winners, entropy and
     winner share.
 
-    A map is never negative (arrays.check_attention refuses one), so the argmax of a zeroed row is
-    its winner among the available keys, as with those keys masked to -inf: the first largest weight,
-    or key 0 where every weight is 0."""
+    A map is never negative (arrays.check_attention refuses one): its winners are `zeroed_winners`'s."""
 
     def __init__(self, attn_NTT: np.ndarray, strict: bool) -> None:
         T = attn_NTT.shape[-1]
@@ -174,7 +178,7 @@ class MapRows:
     @blocks.measured
     def winners(self) -> np.ndarray:
         """The winner of each scorable row: (..., R)."""
-        return self._rows(lambda p, rows: p.argmax(-1))
+        return zeroed_winners([p for p, _ in self.bands])
 
     @blocks.measured
     def occupancy(self) -> np.ndarray:
