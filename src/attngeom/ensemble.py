@@ -33,7 +33,7 @@ from pathlib import Path
 from attngeom import fetch, schema
 from attngeom.bundles import list_bundles, load_model
 from attngeom.errors import InputError
-from attngeom.files import shown, write_json_atomic
+from attngeom.files import remove_temporaries, shown, write_json_atomic
 from attngeom.robustness import summary
 from attngeom.statistics import by_step, published_model
 from attngeom.training import rerun, runs
@@ -145,11 +145,22 @@ def new_plan(args: argparse.Namespace) -> dict:
 MODES = ("together", "sequential")
 
 
-def together(args: argparse.Namespace, platform: str) -> bool:
+def together_mode(members: list[int]) -> str:
+    """The stamp's `members_mode` of members trained together in one vmapped step (`trajectory.stamp`):
+    the group, since the round-off of a vmapped step may depend on how many it holds."""
+    return "together: members " + ", ".join(map(str, members))
+
+
+def together(args: argparse.Namespace, platform: str, recorded: str | None = None) -> bool:
     """Whether the members train together (`--members-mode`; by default on a GPU, not on a CPU (`platform`),
-    where `bench train --members` measures one after another as faster)."""
+    where `bench train --members` measures one after another as faster). A resumed ensemble keeps the
+    mode it `recorded`: none given takes it, another is an error (its members' trajectories would mix)."""
+    if recorded is not None and args.members_mode not in (None, recorded):
+        raise InputError(
+            f"--members-mode {args.members_mode}: this ensemble was trained {recorded}; resume it so, or start a new one"
+        )
     if args.members_mode is None:
-        args.members_mode = "sequential" if platform == "cpu" else "together"
+        args.members_mode = recorded or ("sequential" if platform == "cpu" else "together")
     if args.members_mode == "sequential" and args.time_limit is not None:
         raise InputError("--time-limit: only for members trained together (--members-mode together)")
     return args.members_mode == "together"
@@ -160,12 +171,16 @@ def run(args: argparse.Namespace, train_and_judge: Callable[[list[tuple[argparse
     one member per call, or all of them in one call when they train together; then summarise. The
     device is prepared once, before the mode is chosen on it. The exit status is the worst of the
     members' verifications."""
-    at_once = together(args, rerun.prepare_device())
+    platform = rerun.prepare_device()
     if args.resume:
         ensemble = args.resume
-        plan = {k: v for k, v in read(ensemble).items() if k in ("what", "members", "config")}
+        plan = {k: v for k, v in read(ensemble).items() if k in ("what", "members", "config", "members_mode")}
+        at_once = together(args, platform, plan.get("members_mode"))
+        plan["members_mode"] = args.members_mode
+        settle(ensemble, plan)
     else:
-        plan = new_plan(args)
+        at_once = together(args, platform)
+        plan = {**new_plan(args), "members_mode": args.members_mode}
         ensemble = runs.new_run_dir(args.out, f"{plan['config']['preset']}-ensemble{args.members}")
     folders, known = list_bundles(fetch.fetch_bundles()).folders(), {}
     doc = write_summary(ensemble, plan, folders, known)
@@ -202,6 +217,19 @@ def run(args: argparse.Namespace, train_and_judge: Callable[[list[tuple[argparse
     done = sum(r["state"] == "complete" for r in doc["member_runs"].values())
     print(f"ensemble: {done} of {plan['members']} members complete: {shown(Path(ensemble) / SUMMARY)}")
     return status
+
+
+def settle(ensemble: Path, plan: dict) -> None:
+    """Before a resume: the ensemble's leftovers of a killed writer go, and the checkpoints of members
+    trained together that a kill caught mid-commit are completed or discarded (`runs.settle_group`)."""
+    remove_temporaries(ensemble, recursive=False)
+    config = plan["config"]
+    for seed in config["seeds"]:
+        for variant in config["variants"]:
+            paths = [runs.checkpoint_path(member_dir(ensemble, m), variant, seed) for m in range(plan["members"])]
+            done = runs.settle_group(paths, config["train"]["steps"])
+            if done:
+                print(f"{variant} seed {seed}: {done}")
 
 
 def member_state(path: Path) -> tuple[str, dict | None]:

@@ -42,6 +42,29 @@ def tmp_prefix(name: str) -> str:
     return f".{os.fsdecode(os.fsencode(name)[:_NAME_KEPT])}."
 
 
+def is_temporary(name: str) -> bool:
+    """Whether `name` is one that `atomic_file` or `replaced_folder` writes under before its rename
+    (`.NAME.XXXXXXXX.tmp`): what a writer killed half-way leaves behind."""
+    return name.startswith(".") and name.endswith(".tmp") and len(name) > len("..tmp")
+
+
+def remove_temporaries(root: Path, recursive: bool = True) -> list[str]:
+    """Delete every file and folder in `root` (and below it, if `recursive`) that a killed writer left
+    (`is_temporary`); their names, relative to `root`. Call it only on a folder this process owns (a run
+    folder it has claimed)."""
+    root, removed = Path(root), []
+    found = root.rglob(".*.tmp") if recursive else root.glob(".*.tmp")
+    for path in sorted(found, key=lambda p: len(p.parts)):
+        if not is_temporary(path.name) or not os.path.lexists(path):  # inside a removed folder already
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+        removed.append(path.relative_to(root).as_posix())
+    return removed
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

@@ -56,9 +56,10 @@ def train_and_judge(jobs: list[tuple[argparse.Namespace, rerun.Plan | None]]) ->
     members trained together (`training.together`). The device is prepared already (`prepare_device`).
     """
     opened: list[tuple[runs.RunFolder, rerun.Plan, object]] = []
+    mode = "alone" if len(jobs) == 1 else ensemble.together_mode([p.cfg.member for _, p in jobs])
     try:
         for member_args, member_plan in jobs:
-            opened.append(rerun.open_folder(member_args, member_plan))
+            opened.append(rerun.open_folder(member_args, member_plan, mode))
             print(f"run folder: {opened[-1][0].path}")
         folders, plans = [o[0] for o in opened], [o[1] for o in opened]
         if len({replace(p, cfg=replace(p.cfg, member=0)) for p in plans}) > 1:

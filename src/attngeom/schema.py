@@ -331,6 +331,11 @@ MANIFEST_JSON = Record(
         "stopped_after": Maybe(_STEP),
         "windows": Maybe(Number(1, 4096, integer=True)),  # `--windows`: 1 to rerun.MAX_WINDOWS (256)
         "preflight": Maybe(Record({"verdict": Text(16), "steps": Maybe(_STEP)})),
+        "trajectory": Record(),  # training.trajectory.stamp: compared whole on --resume
+        "segments": Items(  # one per process that trained the run (RunFolder.begin_segment)
+            Record({"from_steps": Record(other=Maybe(_STEP)), "to_steps": Record(other=Maybe(_STEP))}),
+            max_len=100_000,
+        ),
         "error": Text(MAX_JSON_BYTES),  # an exception's message: any length (an XLA error can dump pages)
         "wall_s": Maybe(Number(0)),
     },
@@ -361,6 +366,7 @@ ENSEMBLE_JSON = Record(
     {
         "what": Text(),
         "members": Number(2, MAX_MEMBERS, integer=True),
+        "members_mode": Maybe(Text(16, "together|sequential")),  # kept on --resume (ensemble.together)
         "config": MANIFEST_JSON.fields["config"],
         "member_runs": Record(other=Record({"state": Text(32)}, required=("state",))),
         "statistics": Record(other=Record(other=Record(other=Record({"members": Items(Number())})))),

@@ -1,7 +1,8 @@
 """A variant's training in progress and its checkpoint: the state, the step reached, everything recorded.
 
 The state (parameters, optimiser, dropout rng keys and counters) is stored leaf by leaf under its
-tree path, so that a checkpoint of another configuration is recognised and refused.
+tree path, so that a checkpoint of another configuration is recognised and refused; beside it, the
+stamp of the trajectory (`training.trajectory`), which `--resume` compares with its own.
 """
 
 from __future__ import annotations
@@ -41,12 +42,14 @@ def _leaf_to_numpy(leaf: jax.Array) -> np.ndarray:
     return np.asarray(jax.random.key_data(leaf) if is_key else leaf)
 
 
-def save_checkpoint(path: Path, progress: Progress) -> None:
-    """Everything needed to continue after `progress.done` steps, written atomically (tmp + rename)."""
+def save_checkpoint(path: Path, progress: Progress, stamp: dict | None = None) -> None:
+    """Everything needed to continue after `progress.done` steps, and the stamp of the trajectory it
+    belongs to (`training.trajectory`), written atomically (tmp + rename)."""
     p = progress
     runs.write_checkpoint(
         path,
         {
+            **({} if stamp is None else {runs.STAMP: runs.stamp_array(stamp)}),
             "done": np.array(p.done),
             "losses": p.losses[: p.done],
             "curve_step": np.array([c["step"] for c in p.curve], np.int64),

@@ -23,6 +23,7 @@ only when asked): `fidelity.json` goes into the run folder and its verdict into 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, replace
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from attngeom.bundles import write_model, write_run_json
 from attngeom.errors import InputError
-from attngeom.training import data, runs
+from attngeom.training import data, runs, trajectory
 from attngeom.training.config import TrainConfig, preset
 from attngeom.training.device import deterministic_device
 from attngeom.training.device_probe import check_device
@@ -109,14 +110,16 @@ def train_bundles(
                 def on_eval(step, val, name=name, bar=bars[-1]):
                     bar.note(f"{name} step {step}: val loss {val:.4f}")
 
-                group.append(train.Member(member, on_steps, on_eval, checkpoint))
+                stamp = trajectory.model_stamp(folder.manifest["trajectory"], variant, seed, cfg)
+                group.append(train.Member(member, on_steps, on_eval, checkpoint, stamp))
             budget = None  # the run's first training decides where the time limit stops the run
             if deadline is not None and left == len(seeds) * len(variants) and bars[0].done < cfg.steps_done():
                 budget = max(deadline - time.monotonic(), 0.0) / left
             left -= 1
             if len(group) == 1:
                 m = group[0]
-                kwargs = {"on_steps": m.on_steps, "on_eval": m.on_eval, "checkpoint": m.checkpoint, "budget_s": budget}
+                kwargs = {"on_steps": m.on_steps, "on_eval": m.on_eval, "checkpoint": m.checkpoint, "stamp": m.stamp}
+                kwargs["budget_s"] = budget
                 trained = [train.train_variant(variant, seed, replace(cfg, member=m.member), corpus, **kwargs)]
             else:
                 trained = together.train_members(variant, seed, cfg, corpus, group, budget)
@@ -142,23 +145,29 @@ def train_bundles(
     return cfg, walls
 
 
-def resume_run(path: Path) -> tuple[runs.RunFolder, Plan]:
+def resume_run(path: Path, mode: str = "alone") -> tuple[runs.RunFolder, Plan]:
     """The run at `path` reopened to continue, and its plan; its log cut to the checkpoints.
 
     An unfinished run continues as it was planned; a finished run stopped early is carried on to
-    the full schedule. A damaged checkpoint is refused before the manifest is touched.
+    the full schedule. Nothing is written (but a killed writer's leftovers removed) before every
+    checkpoint is read whole and found to be of this run and of this trajectory: the run's stamp and
+    each checkpoint's must be the present one (`training.trajectory`), and no checkpoint may lie past
+    the step the run stopped after. Else one InputError naming what differs.
     """
     folder = runs.RunFolder.reopen(path)
     try:
         plan = Plan.from_manifest(folder.manifest["config"], folder.path)
         carry_on = folder.manifest["completed"] is True
+        present = trajectory.stamp(plan.cfg, plan.preset, mode)
+        differs = trajectory.mismatch(folder.manifest.get("trajectory"), present)
+        if differs:
+            raise InputError(f"{folder.path}: cannot resume: {differs}; resume it as it was trained")
+        done = {}
+        for s in plan.seeds:
+            for v in plan.variants:
+                done[(v, s)] = _checkpoint_of_this_run(folder.path, v, s, plan, present, carry_on)
         if carry_on:
             plan = replace(plan, cfg=replace(plan.cfg, stop_after=None))
-        done = {
-            (v, s): runs.checkpoint_step(runs.checkpoint_path(folder.path, v, s), plan.cfg.steps)
-            for s in plan.seeds
-            for v in plan.variants
-        }
     except BaseException:
         folder.release()
         raise
@@ -170,6 +179,27 @@ def resume_run(path: Path) -> tuple[runs.RunFolder, Plan]:
         if step:
             print(f"{variant} seed {s}: resuming after step {step}")
     return folder, plan
+
+
+def _checkpoint_of_this_run(run: Path, variant: str, seed: int, plan: Plan, present: dict, stopped: bool) -> int:
+    """The steps done in a model's checkpoint, once it is found whole, of this trajectory and within the run
+    (a run stopped early holds exactly its steps); else InputError."""
+    path = runs.checkpoint_path(run, variant, seed)
+    if not os.path.lexists(path):
+        if stopped:
+            raise InputError(f"{path}: missing; a run stopped early is carried on from its checkpoints")
+        return 0
+    arrays = runs.read_checkpoint(path, plan.cfg.steps)
+    differs = trajectory.mismatch(
+        runs.checkpoint_stamp(arrays), trajectory.model_stamp(present, variant, seed, plan.cfg)
+    )
+    if differs:
+        raise InputError(f"{path}: not a checkpoint of this run's trajectory: {differs}")
+    step, last = int(arrays["done"]), plan.cfg.steps_done()
+    if step > last or (stopped and step != last):
+        where = f"the run stopped after step {last - 1}" if plan.cfg.stop_after is not None else "the schedule"
+        raise InputError(f"{path}: holds {step} steps, against {last} in {where}; not this run's checkpoint")
+    return step
 
 
 def options(args: argparse.Namespace) -> Plan:
@@ -192,22 +222,29 @@ def prepare_device() -> str:
     return check_device()  # before a run folder is claimed: a bad XLA_FLAGS or JAX_PLATFORMS leaves none behind
 
 
-def open_folder(args: argparse.Namespace, plan: Plan | None = None) -> tuple[runs.RunFolder, Plan, data.Corpus]:
+def open_folder(
+    args: argparse.Namespace, plan: Plan | None = None, mode: str = "alone"
+) -> tuple[runs.RunFolder, Plan, data.Corpus]:
     """The run folder (new, or reopened with --resume), its plan and the corpus, on a device prepared
-    already (`prepare_device`). A new run follows `plan` when given (an ensemble member), else the options."""
+    already (`prepare_device`), with this process's segment begun. A new run follows `plan` when given
+    (an ensemble member), else the options; `mode` is how its members train (`trajectory.stamp`)."""
     if args.resume:
-        folder, plan = resume_run(args.resume)
-        return folder, plan, data.load_corpus()
-    plan = plan or options(args)
-    corpus = data.load_corpus()
-    label = f"{plan.preset}-s{'_'.join(map(str, plan.seeds))}"
-    folder = runs.RunFolder(runs.new_run_dir(args.out, label), config=plan.manifest_config())
-    folder.update(stopped_after=plan.cfg.stop_after, windows=plan.cfg.windows)
+        folder, plan = resume_run(args.resume, mode)
+        corpus = data.load_corpus()
+    else:
+        plan = plan or options(args)
+        corpus = data.load_corpus()
+        label = f"{plan.preset}-s{'_'.join(map(str, plan.seeds))}"
+        folder = runs.RunFolder(runs.new_run_dir(args.out, label), config=plan.manifest_config())
+        stamp = trajectory.stamp(plan.cfg, plan.preset, mode)
+        folder.update(stopped_after=plan.cfg.stop_after, windows=plan.cfg.windows, trajectory=stamp)
+    folder.begin_segment(trajectory.segment_facts(folder.manifest["trajectory"]))
     return folder, plan, corpus
 
 
 def finish(folder: runs.RunFolder, plan: Plan, **verified) -> None:
-    """Mark the judged run complete; its checkpoints go, except those of a run stopped early (kept for --resume)."""
+    """Mark the judged run complete, then delete its checkpoints, except those of a run stopped early (kept
+    for --resume): a kill between the two leaves a complete run, never one to train again."""
+    folder.complete(**verified)
     if plan.cfg.stop_after is None:
         shutil.rmtree(folder.path / runs.CHECKPOINTS, ignore_errors=True)
-    folder.complete(**verified)

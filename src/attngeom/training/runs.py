@@ -28,7 +28,18 @@ import numpy as np
 
 from attngeom import schema
 from attngeom.errors import InputError
-from attngeom.files import atomic_file, git_commit, machine, sha256_file, versions, write_atomic, write_json_atomic
+from attngeom.variants import model_key
+from attngeom.files import (
+    atomic_file,
+    git_commit,
+    is_temporary,
+    machine,
+    remove_temporaries,
+    sha256_file,
+    versions,
+    write_atomic,
+    write_json_atomic,
+)
 
 MANIFEST = "manifest.json"
 REPORT = "report"  # the folder of the report verify writes of a run
@@ -40,12 +51,18 @@ CHECKPOINT_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile
 
 
 def file_hashes(root: Path) -> dict[str, str]:
-    """sha256 of every file under `root` but the manifest and the lock, by POSIX path relative to `root`."""
-    return {
-        p.relative_to(root).as_posix(): sha256_file(p)
+    """sha256 of every file a run keeps, by POSIX path relative to `root`: all but the manifest, the lock,
+    the checkpoints (working state, deleted once the run completes, or kept to carry it on) and what a
+    killed writer left (`files.is_temporary`)."""
+    kept = (
+        p
         for p in sorted(root.rglob("*"))
-        if p.is_file() and p.relative_to(root).as_posix() not in (MANIFEST, LOCK)
-    }
+        if p.is_file()
+        and p.relative_to(root).as_posix() not in (MANIFEST, LOCK)
+        and p.relative_to(root).parts[0] != CHECKPOINTS
+        and not any(is_temporary(part) for part in p.relative_to(root).parts)
+    )
+    return {p.relative_to(root).as_posix(): sha256_file(p) for p in kept}
 
 
 def new_run_dir(out: Path | None, label: str, runs_dir: Path = RUNS_DIR) -> Path:
@@ -126,6 +143,68 @@ def read_checkpoint(path: Path, steps: int) -> dict[str, np.ndarray]:
 def checkpoint_step(path: Path, steps: int) -> int:
     """Completed steps in a checkpoint, 0 if there is none; a damaged one is an InputError."""
     return int(read_checkpoint(path, steps)["done"]) if os.path.lexists(path) else 0
+
+
+STAMP = "trajectory"  # the checkpoint's member holding its trajectory's stamp (training.trajectory), as JSON
+
+
+def stamp_array(stamp: dict) -> np.ndarray:
+    """A stamp as the checkpoint stores it."""
+    return np.array(json.dumps(stamp, sort_keys=True))
+
+
+def checkpoint_stamp(arrays: dict[str, np.ndarray]) -> dict | None:
+    """The stamp a checkpoint's arrays (`read_checkpoint`) record; None for one that records none."""
+    text = arrays.get(STAMP)
+    if text is None or text.shape != () or text.dtype.kind != "U":
+        return None
+    try:
+        stamp = json.loads(str(text))
+    except ValueError:
+        return None
+    return stamp if isinstance(stamp, dict) else None
+
+
+PENDING = ".pending"  # a group's checkpoint written, not yet in place (`settle_group`)
+
+
+def pending_path(path: Path) -> Path:
+    """Where a checkpoint of a group waits until every member's is written."""
+    return Path(path).with_name(Path(path).name + PENDING)
+
+
+def commit_group(paths: list[Path], write) -> None:
+    """Save the checkpoints of members trained together so that they never part: `write(i, path)` writes
+    member i's at `pending_path`, and only once every one is written are they renamed into place. A kill
+    before the renames leaves the old checkpoints (the pending ones are discarded), a kill during them
+    leaves what `settle_group` completes."""
+    for i, path in enumerate(paths):
+        write(i, pending_path(path))
+    for path in paths:
+        os.replace(pending_path(path), path)
+
+
+def settle_group(paths: list[Path], steps: int) -> str | None:
+    """Before a group trained together is resumed: finish or discard an interrupted `commit_group`.
+
+    The renames begin only once every member's pending checkpoint is written, so when every member has
+    either a pending checkpoint or one in place at the newest pending step, the commit was complete and
+    its renames are finished; otherwise none had begun and the pending ones go. Returns what was done."""
+    pending = [pending_path(p) for p in paths if os.path.lexists(pending_path(p))]
+    if not pending:
+        return None
+    try:
+        newest = max(checkpoint_step(p, steps) for p in pending)
+        whole = all(os.path.lexists(pending_path(p)) or checkpoint_step(p, steps) == newest for p in paths)
+    except InputError:  # a pending checkpoint cut short: the commit had not reached its renames
+        whole = False
+    if whole:
+        for p in pending:
+            os.replace(p, p.with_name(p.name[: -len(PENDING)]))
+        return f"the members' checkpoints at step {newest}, written together, are put in place"
+    for p in pending:
+        os.unlink(p)
+    return "the members' unfinished checkpoints are discarded (they had not all been written)"
 
 
 # The CPU code generations XLA's `--xla_cpu_max_isa` names, each with the /proc/cpuinfo flag that
@@ -210,6 +289,7 @@ class RunFolder:
             run.release()
             raise
         run.started = time.perf_counter()
+        run.removed = remove_temporaries(run.path)  # a killed writer's leftovers: never listed, never read
         return run
 
     @classmethod
@@ -256,15 +336,48 @@ class RunFolder:
         self.manifest.update(fields)
         write_json_atomic(self.path / MANIFEST, self.manifest)
 
+    def checkpoint_steps(self) -> dict[str, int | None]:
+        """Steps done in each model's checkpoint (0: none yet; None: unreadable), by `<variant>_s<seed>`."""
+        config = self.manifest["config"]
+        out: dict[str, int | None] = {}
+        for seed in config["seeds"]:
+            for variant in config["variants"]:
+                try:
+                    out[model_key(variant, seed)] = checkpoint_step(
+                        checkpoint_path(self.path, variant, seed), config["train"]["steps"]
+                    )
+                except InputError:
+                    out[model_key(variant, seed)] = None
+        return out
+
+    def begin_segment(self, facts: dict) -> None:
+        """Record that this process trains the run on, from the steps in its checkpoints, under `facts`
+        (`trajectory.segment_facts`): one segment per process, closed by `fail` or `complete`."""
+        segment = {
+            "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "machine": run_machine(),
+            **facts,
+            "from_steps": self.checkpoint_steps(),
+        }
+        self.update(segments=[*self.manifest.get("segments", []), segment])
+
+    def _segment_end(self) -> dict:
+        """The manifest's segments with this process's closed: the steps it left and its wall time."""
+        segments = [dict(s) for s in self.manifest.get("segments", [])]
+        if segments:
+            segments[-1].update(to_steps=self.checkpoint_steps(), wall_s=round(time.perf_counter() - self.started, 3))
+        return {"segments": segments} if segments else {}
+
     def fail(self, error: BaseException) -> None:
         """Keep the run marked incomplete and say why."""
         wall_s = round(time.perf_counter() - self.started, 3)
-        self.update(completed=False, error=f"{type(error).__name__}: {error}", wall_s=wall_s)
+        self.update(completed=False, error=f"{type(error).__name__}: {error}", wall_s=wall_s, **self._segment_end())
 
     def complete(self, **fields) -> None:
         """Hash every file and mark the run complete (call again after adding files)."""
         self.update(
             **fields,
+            **self._segment_end(),
             completed=True,
             wall_s=round(time.perf_counter() - self.started, 3),
             files=file_hashes(self.path),

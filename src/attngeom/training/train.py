@@ -34,7 +34,7 @@ import optax
 from flax import nnx
 
 from attngeom.errors import InputError
-from attngeom.training import data
+from attngeom.training import data, runs
 from attngeom.training.checkpoint import Progress, load_checkpoint, save_checkpoint
 from attngeom.training.config import TrainConfig
 from attngeom.training.model import build
@@ -249,6 +249,7 @@ class Member:
     on_steps: Callable[[int, np.ndarray], None] = lambda first, losses: None
     on_eval: Callable[[int, float], None] = lambda step, val: None
     checkpoint: Path | None = None
+    stamp: dict | None = None  # the trajectory's stamp, saved in each checkpoint (`training.trajectory`)
 
 
 def train_variant(
@@ -260,14 +261,15 @@ def train_variant(
     on_eval: Callable[[int, float], None] = lambda step, val: None,
     checkpoint: Path | None = None,
     budget_s: float | None = None,
+    stamp: dict | None = None,
 ) -> RunResult:
     """Train one variant (ensemble member `cfg.member`); `on_steps(first_step, losses)` after each chunk,
     `on_eval(step, val)`.
 
-    With `checkpoint`, continue from it if it exists and save it after every evaluation and at the stop.
-    With `budget_s`, stop after the last chunk that fits in that many seconds (see `train_group`).
+    With `checkpoint`, continue from it if it exists and save it (with `stamp`) after every evaluation and
+    at the stop. With `budget_s`, stop after the last chunk that fits in that many seconds (see `train_group`).
     """
-    member = Member(cfg.member, on_steps, on_eval, checkpoint)
+    member = Member(cfg.member, on_steps, on_eval, checkpoint, stamp)
     return train_group(variant, seed, cfg, corpus, [member], single, budget_s)[0]
 
 
@@ -310,10 +312,15 @@ def train_group(
             ps[i].window_maps[step] = attn_W.astype(np.float16)
 
     def keep(group: list[int], state, done: int, save: bool) -> None:
+        """Hand the group's state back to its members; with `save`, their checkpoints, all or none in place."""
         for i, member_state in zip(group, engine.unstack(state)):
             ps[i].state, ps[i].done = member_state, done
-            if save and members[i].checkpoint is not None:
-                save_checkpoint(members[i].checkpoint, ps[i])
+        saved = [i for i in group if save and members[i].checkpoint is not None]
+        if len(saved) == 1:
+            save_checkpoint(members[saved[0]].checkpoint, ps[saved[0]], members[saved[0]].stamp)
+        elif saved:
+            paths = [members[i].checkpoint for i in saved]
+            runs.commit_group(paths, lambda j, path: save_checkpoint(path, ps[saved[j]], members[saved[j]].stamp))
 
     def advance(group: list[int], until: int | None, budget: float | None) -> None:
         """Train the members `group` (all at one step) on to `until` (the end when None), or the budget's stop."""
