@@ -28,7 +28,6 @@ import numpy as np
 
 from attngeom import schema
 from attngeom.errors import InputError
-from attngeom.variants import model_key
 from attngeom.files import (
     atomic_file,
     git_commit,
@@ -40,6 +39,7 @@ from attngeom.files import (
     write_atomic,
     write_json_atomic,
 )
+from attngeom.variants import model_key
 
 MANIFEST = "manifest.json"
 REPORT = "report"  # the folder of the report verify writes of a run
