@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 
 from attngeom import streams
-from attngeom.errors import EXIT_INPUT, EXIT_INTERNAL, InputError
+from attngeom.errors import EXIT_INPUT, EXIT_INTERNAL, InputError, one_line
 
 SUBCOMMAND_MODULES = (
     "attngeom.verify",
@@ -193,10 +193,6 @@ def write_traceback(exc: BaseException) -> Path:
     raise OSError("no writable folder for the error log")
 
 
-def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
-
-
 def _run(argv: list[str]) -> int:
     parser = build_parser()
     commands = set(parser._subparsers._group_actions[0].choices)
@@ -218,7 +214,7 @@ def ended(work: Callable[[], int]) -> int:
             raise KeyboardInterrupt
         return status
     except InputError as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         INTERRUPT.announce()
@@ -227,7 +223,7 @@ def ended(work: Callable[[], int]) -> int:
         if INTERRUPT.seen.is_set():  # a library turned the KeyboardInterrupt into its own error
             INTERRUPT.announce()
             return INTERRUPT.status
-        from attngeom.files import FULL_DISK, shown  # numpy comes with it: not loaded before the signals are
+        from attngeom.files import FULL_DISK, UNWRITABLE, shown  # numpy comes with it: not before the signals are
 
         if isinstance(exc, OSError) and exc.errno in FULL_DISK:  # unusable output, wherever it was written
             where = shown(Path(exc.filename).parent) if exc.filename else "an output folder"
@@ -236,11 +232,15 @@ def ended(work: Callable[[], int]) -> int:
                 file=sys.stderr,
             )
             return EXIT_INPUT
+        if isinstance(exc, OSError) and exc.errno in UNWRITABLE:  # one mapping for every writer
+            where = shown(exc.filename) if exc.filename else "an output"
+            print(f"error: {where}: cannot be written ({exc.strerror}); write elsewhere", file=sys.stderr)
+            return EXIT_INPUT
         try:
             where = f"traceback in {write_traceback(exc)}"
         except OSError:
             where = "no traceback log could be written"
-        print(f"error: internal error: {type(exc).__name__}: {_one_line(exc)} ({where})", file=sys.stderr)
+        print(f"error: internal error: {type(exc).__name__}: {one_line(exc)} ({where})", file=sys.stderr)
         return EXIT_INTERNAL
 
 

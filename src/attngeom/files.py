@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -34,6 +35,10 @@ def sha256_file(path: Path) -> str:
 
 
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT)  # no space left: unusable output, not an internal error
+UNWRITABLE = (*FULL_DISK, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EISDIR, errno.ENOTDIR)
+"""What the machine answers when a path cannot be written (read-only, immutable, a file-size limit, a
+folder in the way): unusable output, the user's to fix, never an internal error (`cli.ended`)."""
+SPECIAL_TREES = ("/proc", "/sys", "/dev")  # kernel and device files: never an output, whatever their type
 _NAME_KEPT = 200  # bytes of a name kept in a temporary name beside it (a name holds at most 255 bytes)
 
 
@@ -71,6 +76,29 @@ def _umask() -> int:
     return mask
 
 
+def regular_output(path: Path) -> None:
+    """Refuse an output path that is not a new file or a regular one (a link is replaced, not followed):
+    renaming over a device, a FIFO, a socket or a folder would replace it, and a file of /proc, /sys or
+    /dev is the kernel's. One InputError naming what it is."""
+    from attngeom.errors import InputError
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise InputError(f"{shown(path)}: cannot be written ({exc.strerror})") from exc
+    kinds = {stat.S_ISDIR: "a folder", stat.S_ISCHR: "a character device", stat.S_ISBLK: "a block device"}
+    kinds |= {stat.S_ISFIFO: "a FIFO", stat.S_ISSOCK: "a socket"}
+    what = next((name for test, name in kinds.items() if mode is not None and test(mode)), None)
+    parent = os.path.realpath(Path(path).parent)
+    tree = next((t for t in SPECIAL_TREES if parent == t or parent.startswith(t + "/")), None)
+    if what is None and tree:
+        what = f"a file under {tree}, the kernel's"
+    if what:
+        raise InputError(f"{shown(path)}: is {what}, not a file to write; name a new file or a regular one")
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """A binary file that replaces `path` only when the block ends without error.
@@ -79,6 +107,7 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
     it, so a reader, a crash or a concurrent writer never sees half a file.
     """
     path = Path(path)
+    regular_output(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=tmp_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
@@ -108,8 +137,15 @@ def _to_json(value):
 
 
 def write_json_atomic(path: Path, doc: dict) -> None:
-    """`write_atomic` of a JSON document (numpy scalars allowed)."""
-    write_atomic(path, json.dumps(doc, indent=1, ensure_ascii=False, default=_to_json) + "\n")
+    """`write_atomic` of a JSON document (numpy scalars allowed). NaN and infinities are refused: JSON has no
+    such numbers, and the package's own readers refuse them (`schema.Number`)."""
+    from attngeom.errors import InputError
+
+    try:
+        text = json.dumps(doc, indent=1, ensure_ascii=False, default=_to_json, allow_nan=False)
+    except ValueError as exc:
+        raise InputError(f"{shown(path)}: not written: it would hold a number that is not finite ({exc})") from exc
+    write_atomic(path, text + "\n")
 
 
 def _exchange(a: Path, b: Path) -> None:
