@@ -4,6 +4,9 @@ The baseline is the original's structure: `nnx.Optimizer` and one `nnx.jit` step
 Both draw every batch on the host with the original seeds inside the timed region, start from
 the same initial model, and must produce identical losses. Prints steps/s per variant (median
 of --repeats timed runs of --steps steps, compilation excluded) and the ratio harness/baseline.
+Then, in the same process, the step's own matrix products (its shapes, forward and backward) timed
+alone: the share of that matmul rate the harness's step reaches (1.0: the step is all matmul at
+the rate the products reach alone).
 
     ./reproduce.sh bench train [--quick] [--members K] [--json FILE]   # or: python bench/bench_train.py
 
@@ -16,7 +19,6 @@ step, `training.together`): member-steps/s of each (median of the repeats) and t
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -24,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
@@ -32,9 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from attngeom import options, schema
 from attngeom.cli import Parser, entry
+from attngeom.files import write_json_atomic
 from attngeom.training import config, data, together, train
 from attngeom.training.fidelity import LOSS_RTOL
 from attngeom.training.model import build
+from attngeom.variants import variant as variant_spec
 
 
 def baseline(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
@@ -80,6 +85,43 @@ def harness(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: i
         rates.append(steps / (time.perf_counter() - t0))
         losses = np.concatenate(out) if losses is None else losses
     return losses, rates
+
+
+def step_matmuls(variant: str, cfg: config.TrainConfig) -> list[tuple[tuple[int, ...], tuple[int, ...], int]]:
+    """The float32 matrix products of one training step with their shapes and counts: each linear layer's
+    forward product and its two backward ones (the input's gradient, the weights'), and each layer's
+    attention products (scores and mix, forward, and the four of their backward pass)."""
+    m, spec = cfg.model, variant_spec(variant)
+    N, BH, T, Dh = cfg.batch * m.seq_len, cfg.batch * m.heads, m.seq_len, m.head_dim
+    attn_linears = 2 * spec.qk_proj + spec.v_residual + 1  # q, k, v where the variant has them; o
+    linears = [(m.d_model, m.d_model, attn_linears * m.layers), (m.d_model, m.d_ff, m.layers)]
+    linears += [(m.d_ff, m.d_model, m.layers), (m.d_model, m.vocab, 1)]
+    products = []
+    for d_in, d_out, count in linears:
+        products += [((N, d_in), (d_in, d_out), count), ((N, d_out), (d_out, d_in), count)]
+        products.append(((d_in, N), (N, d_out), count))
+    products += [((BH, T, Dh), (BH, Dh, T), 2 * m.layers), ((BH, T, T), (BH, T, Dh), 4 * m.layers)]
+    return products
+
+
+def matmul_time(variant: str, cfg: config.TrainConfig, repeats: int) -> tuple[float, float]:
+    """The step's own products (`step_matmuls`) timed alone, compiled as the step compiles them (float32 at
+    the highest precision): (seconds per step, their float32 operations per step)."""
+    seconds, flops = 0.0, 0.0
+    rng = np.random.default_rng(0)
+    product = jax.jit(jnp.matmul)
+    for a_shape, b_shape, count in step_matmuls(variant, cfg):
+        a, b = (jnp.asarray(rng.standard_normal(s, np.float32)) for s in (a_shape, b_shape))
+        product(a, b).block_until_ready()
+        reps = max(5, repeats)
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            product(a, b).block_until_ready()
+            times.append(time.perf_counter() - t0)
+        seconds += count * statistics.median(times)
+        flops += count * 2 * np.prod(a_shape) * b_shape[-1]
+    return seconds, float(flops)
 
 
 def members(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int, k: int):
@@ -146,11 +188,22 @@ def main() -> int:
         identical = bool(np.array_equal(base_losses, ours_losses))
         same = "identical" if identical else f"DIFFER (max abs {np.max(np.abs(base_losses - ours_losses)):.3g})"
         print(f"{variant:8} {base:17.2f} {ours:16.2f} {ours / base:6.2f}  {same}", flush=True)
+        mm_s, flops = matmul_time(variant, cfg, args.repeats)
+        step_s = 1 / ours
+        print(
+            f"{'':8} its matrix products alone: {mm_s:.3f} s of a {step_s:.3f} s step ({flops / 1e9:.1f} GFLOP,"
+            f" {flops / mm_s / 1e9:.1f} GFLOP/s alone, {flops / step_s / 1e9:.1f} in the step):"
+            f" the step reaches {mm_s / step_s:.2f} of the matmul rate",
+            flush=True,
+        )
         figures[variant] = {
             "baseline_steps_per_s": base,
             "harness_steps_per_s": ours,
             "ratio": ours / base,
             "identical_losses": identical,
+            "matmul_s_per_step": mm_s,
+            "matmul_gflop_per_step": flops / 1e9,
+            "matmul_rate_share": mm_s / step_s,
         }
     ensemble = {}
     if args.members:
@@ -179,7 +232,7 @@ def main() -> int:
         }
         if args.members:
             doc["members"] = {"k": args.members, "variants": ensemble}
-        args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        write_json_atomic(args.json, doc)
     return 0
 
 

@@ -17,7 +17,6 @@ bench/gpu_check.sh sizes its rerun and its ensemble with it; the run checks its 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from attngeom.cli import Parser, entry
+from attngeom.files import write_json_atomic
 from attngeom.training import config, data, together, train
 
 
@@ -73,7 +73,7 @@ def main() -> int:
         "seconds": args.seconds,
         "stop_after": stop_after,
     }
-    args.json.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    write_json_atomic(args.json, doc)
     if stop_after is not None:
         print(f"--stop-after\n{stop_after}")
     return 0

@@ -66,3 +66,35 @@ def test_the_gpu_checks_ensemble_runs_smoke_sized_and_writes_what_it_finished(tm
     assert doc["budget"]["stop_after"] is None and set(doc["budget"]["step_flops"]) == {"yat_b"}
     summary = json.loads((tmp_path / "ensemble-smoke.json").read_text())
     assert set(summary["statistics"]) == {"yat_b_s0"}
+
+
+@pytest.mark.parametrize("variant", ["softmax", "yat_b", "goat_v"])
+def test_the_step_matmuls_are_the_products_of_the_compiled_step(variant):
+    """`bench train`'s matmul rate times the step's own products: the same shapes and operations as the
+    dot_generals of the lowered training step, counted from its program text."""
+    import re
+
+    import jax
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "bench"))
+    import bench_train
+
+    from attngeom.training import config, data, train
+
+    cfg = config.preset("smoke", chunk=1)
+    graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
+    x_BT, y_BT = (a[0] for a in train.chunk_batches(data.load_corpus(), cfg, 0, 0, 1)[:2])
+    text = jax.jit(train.make_step(graphdef, tx)).lower(state, x_BT, y_BT).as_text()
+    found = []
+    for m in re.finditer(
+        r"stablehlo\.dot_general.*contracting_dims = \[([\d, ]*)\] x .*: \(tensor<([\dx]+)xf32>", text
+    ):
+        lhs = [int(n) for n in m.group(2).split("x")]
+        out = re.search(r"-> tensor<([\dx]+)xf32>", text[m.end() : m.end() + 400]).group(1)
+        contracted = np.prod([lhs[int(d)] for d in m.group(1).split(",")])
+        found.append(2 * int(np.prod([int(n) for n in out.split("x")])) * int(contracted))
+    listed = [
+        2 * int(np.prod(a)) * b[-1] for a, b, count in bench_train.step_matmuls(variant, cfg) for _ in range(count)
+    ]
+    assert found and sorted(found) == sorted(listed)
