@@ -1,5 +1,10 @@
 import json
+import re
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 
 from attngeom import report
 
@@ -70,3 +75,104 @@ def test_markdown_opens_with_the_failing_claims_and_says_what_was_judged():
     assert "Evidence: paper rerun (cfg has the paper's configuration): judged with the rerun tier." in lines
     assert any(line.startswith("Fidelity preflight: **ERROR** (3 steps on cpu") for line in lines)
     assert "Failing claims" not in report.markdown(_doc([_row("a", "PASS")]), {"models": {}})
+
+
+SCRIPT, IMG = "<script>alert(1)</script>", "<img src=x onerror=alert(1)>"
+BOLD, LINK = "**bold**", "[link](javascript:x)"
+PATH = "runs/a`b\nc.npz"  # a backtick ends a naive code span, a newline a list item
+RENDER = MarkdownIt("commonmark").enable("table")  # raw HTML passes, as on GitHub before its sanitiser
+
+
+def _one_line(value: str) -> str:
+    return re.sub(r"[\r\n\t]", " ", value)
+
+
+def _hostile_doc() -> dict:
+    bad = {**_row("bad", "FAIL"), "claim": f"{BOLD} | {LINK}", "quote": SCRIPT, "source": IMG, "measured": "a|b"}
+    bad["ensemble"] = {"published": 1.0, "members": [0, 1], "min": 0.0, "max": 2.0, "mean": 1.0, "std": 0.5}
+    bad.update(measured_value=1.0, ensemble={**bad["ensemble"], "source": "ens`e|mble\n.json"})
+    doc = _doc([_row("a", "PASS"), bad])
+    doc["warnings"] = [f"runs/x/run_manifest.json: the run recorded an error ({SCRIPT}\r\n{IMG}\n{LINK})"]
+    doc["evidence"] = {"line": f"evidence: {BOLD} {LINK}"}
+    doc["preflight"] = {"verdict": IMG, "steps": 3, "device": SCRIPT, "file": "fide`lity|.json"}
+    mirror = {"source": "mirror", "mirror": "/mir``ror\n", "url": f"https://e.org/{LINK}"}
+    doc["provenance"] |= {
+        "command": f"reproduce.sh --bundles {PATH}",
+        "machine": IMG,
+        "inputs": {PATH: "cd", "y.npz": "ef"},
+        "sources": {PATH: mirror, "y.npz": {**mirror, "source": "cache", "fetched": BOLD, "stale": SCRIPT}},
+    }
+    return doc
+
+
+def _texts(tokens: list) -> tuple[str, list[str]]:
+    """The plain text of rendered Markdown (its text tokens, joined) and its code spans' texts."""
+    inline = [t for b in tokens if b.children for t in b.children]
+    return " ".join(t.content for t in inline if t.type == "text"), [
+        t.content for t in inline if t.type == "code_inline"
+    ]
+
+
+def test_markdown_quotes_hostile_inputs_as_literal_text_on_one_line():
+    doc = _hostile_doc()
+    md = report.markdown(doc, {"models": {}})
+    tokens = RENDER.parse(md)
+    page = RENDER.render(md)
+    assert "<script" not in page and "<img" not in page and "<a " not in page and "<strong>bold" not in page
+    assert not [t for b in tokens for t in [b, *(b.children or [])] if t.type.startswith("html")], "no raw HTML"
+    text, codes = _texts(tokens)
+    for value in (SCRIPT, IMG, BOLD, LINK, f"{BOLD} | {LINK}", "a|b", doc["warnings"][0], f"https://e.org/{LINK}"):
+        assert _one_line(value) in text, value
+    quoted = [PATH, "fide`lity|.json", "ens`e|mble\n.json", doc["provenance"]["command"], "/mir``ror\n", "bad"]
+    assert all(_one_line(v) in codes for v in quoted), codes
+    rows = [[t for t in row if t.type in ("th_open", "td_open")] for row in _rows(tokens)]
+    assert len(rows) == 3 + 2 and all(len(r) == 6 for r in rows), "a | in a cell never splits it"
+    assert all(t.map[1] - t.map[0] == 1 for t in tokens if t.type == "paragraph_open"), "each line is one paragraph"
+    items = [line for line in md.splitlines() if line.startswith("  - ")]
+    assert len(items) == 2 and _one_line(PATH) in _texts(RENDER.parse(items[0]))[1], "one input, one line"
+    assert sum(line.startswith("Warning: ") for line in md.splitlines()) == 1 and md.count("\r") == 0
+
+
+def _rows(tokens: list) -> list[list]:
+    rows, row = [], None
+    for t in tokens:
+        if t.type == "tr_open":
+            row = []
+        elif t.type == "tr_close":
+            rows.append(row)
+            row = None
+        elif row is not None:
+            row.append(t)
+    return rows
+
+
+def _rendered(markdown: str) -> tuple[str, list[str]]:
+    """The one paragraph's (or one table cell's) plain text and code spans."""
+    tokens = RENDER.parse(markdown)
+    inline = [t for t in tokens if t.type == "inline"][-1].children
+    assert {t.type for t in inline} <= {"text", "code_inline"}, [t.type for t in inline]
+    return "".join(t.content for t in inline if t.type == "text"), [
+        t.content for t in inline if t.type == "code_inline"
+    ]
+
+
+def _as_rendered(value: str) -> str:
+    """`value` with line breaks and tabs as spaces, and NUL as U+FFFD (CommonMark 2.3)."""
+    return value.translate(str.maketrans(dict.fromkeys("\n\r\t\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))).replace(
+        "\0", "\ufffd"
+    )
+
+
+@given(st.text())
+@settings(max_examples=300, deadline=None)
+def test_md_text_renders_as_the_literal_value(value: str):
+    assert "\n" not in report.md_text(value) and "\r" not in report.md_text(value)
+    assert _rendered(f"A{report.md_text(value)}Z") == (f"A{_as_rendered(value)}Z", [])
+    assert _rendered(f"| h |\n| --- |\n| A{report.md_text(value)}Z |") == (f"A{_as_rendered(value)}Z", [])
+
+
+@given(st.text(min_size=1))
+@settings(max_examples=300, deadline=None)
+def test_md_code_round_trips(value: str):
+    assert _rendered(f"A {report.md_code(value)} Z") == ("A  Z", [_as_rendered(value)])
+    assert _rendered(f"| h |\n| --- |\n| A {report.md_code(value, cell=True)} Z |") == ("A  Z", [_as_rendered(value)])

@@ -351,3 +351,17 @@ def test_verify_searches_the_folder_once_and_hashes_each_input_once(published_ro
     assert hashed and set(hashed.values()) == {1}
     inputs = json.loads((tmp_path / "out" / "report.json").read_text())["provenance"]["inputs"]
     assert len(inputs) == len(hashed)
+
+
+def test_a_quoted_error_of_many_lines_is_one_warning_line(published_root, tmp_path):
+    root = _stopped_run(published_root, tmp_path / "b")
+    manifest = {
+        "completed": True,
+        "config": {"preset": "paper", "variants": ["softmax", "yat_b"], "seeds": [0]},
+        "stopped_after": 1200,
+        "error": "<script>alert(1)</script>\nsecond line\r\nthird line",
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    proc = cli("--bundles", str(root), "--variants", "softmax,yat_b", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    warned = [line for line in proc.stderr.splitlines() if "alert(1)" in line or "line" in line.split(": ")[-1]]
+    assert len(warned) == 1 and warned[0].startswith("warning: ") and warned[0].endswith("second line third line)")

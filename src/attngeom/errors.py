@@ -11,3 +11,9 @@ class InputError(Exception):
 
 
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT = 0, 1, 2, 3, 130
+
+
+def one_line(text: object) -> str:
+    """A message on one line (its whitespace runs, line breaks included, as one space): what stderr
+    shows of a path or a quoted error is never split into lines a reader takes for others."""
+    return " ".join(str(text).split())

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from attngeom import fetch
@@ -30,8 +32,31 @@ def provenance(inputs: dict[Path, str], expected_sha: dict[str, str]) -> Provena
     }
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("\t", " ")
+_BREAKS = "\n\r\t\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # what ends a line (str.splitlines), and tabs
+_ONE_LINE = str.maketrans(dict.fromkeys(_BREAKS, " "))
+# CommonMark 2.4: a backslash before any ASCII punctuation makes it the literal character. These can
+# open inline structure or HTML mid-line (code, emphasis, links, raw HTML, entities, GFM cells,
+# strikethrough, GitHub math); block structure starts only a line, and values never do.
+_TEXT = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|~&$"} | dict.fromkeys(_BREAKS, " "))
+
+
+def md_text(value: object) -> str:
+    """`value` as literal Markdown text on one line, safe in a paragraph, a list item or a table cell."""
+    return str(value).translate(_TEXT)
+
+
+def md_code(value: object, cell: bool = False) -> str:
+    """`value` as a code span on one line (in a table `cell`, with `|` as `\\|`).
+
+    CommonMark 6.1: a span's fence is a backtick run that the content does not hold, so one longer than
+    its longest; one space is stripped from each end when both ends are spaces, hence the padding.
+    GFM tables split cells on `|` even inside code spans, and unescape `\\|` before the span is parsed.
+    """
+    text = str(value).translate(_ONE_LINE) or " "
+    text = text.replace("|", "\\|") if cell else text
+    fence = "`" * (1 + max(map(len, re.findall("`+", text)), default=0))
+    pad = " " if text.strip(" ") and (text[0] in "` " or text[-1] in "` ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def statistics_rows(results: Results) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -101,7 +126,7 @@ def failing_lines(claims: list[dict]) -> list[str]:
         return []
     lines = [f"Failing claims ({len(failing)}):", ""]
     lines += [
-        f"- `{c['id']}`: {_cell(c['claim'])}: measured {_cell(c['measured'])}, expected {_cell(c['expected'])}"
+        f"- {md_code(c['id'])}: {md_text(c['claim'])}: measured {md_text(c['measured'])}, expected {md_text(c['expected'])}"
         for c in failing
     ]
     return [*lines, ""]
@@ -110,10 +135,10 @@ def failing_lines(claims: list[dict]) -> list[str]:
 def preflight_line(preflight: dict) -> str:
     """The run's fidelity preflight (recorded in its manifest) in one line."""
     verdict = preflight.get("verdict", "ERROR")
-    mark = verdict if verdict == "PASS" else f"**{verdict}**"
+    mark = "PASS" if verdict == "PASS" else f"**{md_text(verdict)}**"
     return (
-        f"Fidelity preflight: {mark} ({preflight.get('steps', '?')} steps on {_cell(preflight.get('device', '?'))}, "
-        f"against the author's training script; {_cell(preflight.get('file', 'fidelity.json'))})."
+        f"Fidelity preflight: {mark} ({md_text(preflight.get('steps', '?'))} steps on {md_text(preflight.get('device', '?'))}, "
+        f"against the author's training script; {md_code(preflight.get('file', 'fidelity.json'))})."
     )
 
 
@@ -123,19 +148,19 @@ def quality_lines(quality: dict) -> list[str]:
     runs = quality.get("companion")
     if runs:
         per = "; ".join(
-            f"{name} {m['mean']:.4f} ± {m['std']:.4f} over seeds {', '.join(map(str, m['seeds']))} "
+            f"{md_text(name)} {m['mean']:.4f} ± {m['std']:.4f} over seeds {', '.join(map(str, m['seeds']))} "
             f"({', '.join(f'{v:.4f}' for v in m['best_val'])})"
             for name, m in runs["mechanisms"].items()
         )
         lines.append(
-            f"- judged on the companion's runs `{runs['file']}`: mean best validation loss (± population "
+            f"- judged on the companion's runs {md_code(runs['file'])}: mean best validation loss (± population "
             f"standard deviation, recomputed from each seed): {per}"
         )
     gaps = quality.get("bundle_gap_to_softmax") or {}
     if gaps:
         lines.append(
             "- seed-0 bundle gap (these bundles' best validation loss, one seed each; a statistic, not the "
-            "quoted one): " + ", ".join(f"{name} {gap:.2%} from softmax" for name, gap in gaps.items())
+            "quoted one): " + ", ".join(f"{md_text(name)} {gap:.2%} from softmax" for name, gap in gaps.items())
         )
     return lines
 
@@ -187,7 +212,7 @@ def robustness_lines(robust: dict) -> list[str]:
         for stat in m["statistics"].values():
             fmt = ".3g" if abs(stat["all_windows"]["max"]) < 1 else ".1f"
             lines.append(
-                f"| {v} | {_cell(stat['label'])} | {_number(stat['published'], fmt)} | {stat['fixed_window_seed0']:{fmt}} "
+                f"| {v} | {md_text(stat['label'])} | {_number(stat['published'], fmt)} | {stat['fixed_window_seed0']:{fmt}} "
                 f"| {_spread(stat['all_windows'], fmt)} | {_spread(stat['over_seeds'], fmt)} |"
             )
     return lines
@@ -207,9 +232,9 @@ def ensemble_lines(claims: list[dict]) -> list[str]:
         e, run = c["ensemble"], c["measured_value"]
         inside = "-" if run is None else ("yes" if e["min"] <= run <= e["max"] else "**no**")
         lines.append(
-            f"| {_cell(c['claim'])} (`{c['id']}`) | {_cell(c['measured'])} | {e['published']:.6g} "
+            f"| {md_text(c['claim'])} ({md_code(c['id'], cell=True)}) | {md_text(c['measured'])} | {e['published']:.6g} "
             f"| {len(e['members'])}: {e['min']:.4g} to {e['max']:.4g} ({e['mean']:.4g} ± {e['std']:.2g}) | {inside} "
-            f"| `{_cell(e['source'])}` |"
+            f"| {md_code(e['source'], cell=True)} |"
         )
     return lines
 
@@ -221,13 +246,13 @@ def markdown(report: Report, results: Results) -> str:
         "# attngeom: verification report",
         "",
         f"**{s['verdict']}**: {s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped "
-        f"(tier: {report['tier']}; {report['provenance']['date']}).",
+        f"(tier: {md_text(report['tier'])}; {md_text(report['provenance']['date'])}).",
         "",
         *failing_lines(report["claims"]),
-        *[f"Warning: {_cell(w)}" + "\n" for w in report.get("warnings", [])],
+        *[f"Warning: {md_text(w)}" + "\n" for w in report.get("warnings", [])],
     ]
     if "evidence" in report:
-        lines += [f"Evidence: {_cell(report['evidence']['line'].removeprefix('evidence: '))}.", ""]
+        lines += [f"Evidence: {md_text(report['evidence']['line'].removeprefix('evidence: '))}.", ""]
     if report.get("preflight"):
         lines += [preflight_line(report["preflight"]), ""]
     lines += [
@@ -240,8 +265,8 @@ def markdown(report: Report, results: Results) -> str:
     for c in report["claims"]:
         mark = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIP": "SKIP"}[c["verdict"]]
         lines.append(
-            f'| {mark} | {_cell(c["claim"])} (`{c["id"]}`) | "{_cell(c["quote"])}" ({_cell(c["source"])}) '
-            f"| {_cell(c['expected'])} | {_cell(c['measured'])} | {_cell(c['tolerance_reason'])} |"
+            f'| {mark} | {md_text(c["claim"])} ({md_code(c["id"], cell=True)}) | "{md_text(c["quote"])}" ({md_text(c["source"])}) '
+            f"| {md_text(c['expected'])} | {md_text(c['measured'])} | {md_text(c['tolerance_reason'])} |"
         )
     if spread := ensemble_lines(report["claims"]):
         lines += ["", "## Beside the ensemble of trajectories", "", *spread]
@@ -256,35 +281,40 @@ def markdown(report: Report, results: Results) -> str:
         "",
         "## Provenance",
         "",
-        f"- command: `{p['command']}`",
-        f"- machine: {p['machine']}",
-        f"- git commit: {p['git_commit']}",
-        "- versions: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items()),
-        "- expected values: " + ", ".join(f"{k} `{v}`" for k, v in p["expected_sha256"].items()),
+        f"- command: {md_code(p['command'])}",
+        f"- machine: {md_text(p['machine'])}",
+        f"- git commit: {md_text(p['git_commit'])}",
+        "- versions: " + ", ".join(f"{md_text(k)} {md_text(v)}" for k, v in p["versions"].items()),
+        "- expected values: " + ", ".join(f"{md_text(k)} {md_code(v)}" for k, v in p["expected_sha256"].items()),
         "- inputs:",
     ]
     sources = p.get("sources", {})
-    lines += [f"  - `{path}`: `{sha}`{source_note(sources.get(path))}" for path, sha in p["inputs"].items()]
+    lines += [
+        f"  - {md_code(path)}: {md_code(sha)}{source_note(sources.get(path), md_text, md_code)}"
+        for path, sha in p["inputs"].items()
+    ]
     return "\n".join(lines) + "\n"
 
 
-def source_note(origin: dict | None) -> str:
-    """Where an input came from, as a reviewer reads it (a stale cache entry says so)."""
+def source_note(origin: dict | None, text: Callable[[object], str] = str, code: Callable[[object], str] = str) -> str:
+    """Where an input came from, as a reviewer reads it (a stale cache entry says so); its values quoted
+    by `text` and its paths by `code`: plain by default (index.html escapes the note itself), REPORT.md
+    passes md_text and md_code."""
     if not origin:
         return ""
     if origin["source"] == "network":
-        return f", from the network ({origin['url']})"
+        return f", from the network ({text(origin['url'])})"
     if origin["source"] == "mirror":
-        return f", from the mirror `{origin['mirror']}` ({origin['url']})"
+        return f", from the mirror {code(origin['mirror'])} ({text(origin['url'])})"
     if origin["source"] == "local":
         return ", a local file"
-    where = f"the mirror `{origin['mirror']}`" if origin.get("fetched_from") == "mirror" else "the network"
+    where = f"the mirror {code(origin['mirror'])}" if origin.get("fetched_from") == "mirror" else "the network"
     note = (
-        f", from the cache (fetched from {where}, {origin['url']}, on {origin['fetched']})"
+        f", from the cache (fetched from {where}, {text(origin['url'])}, on {text(origin['fetched'])})"
         if origin.get("fetched")
         else ""
     )
-    return note + (f"; **stale cache**: {origin['stale']}" if origin.get("stale") else "")
+    return note + (f"; **stale cache**: {text(origin['stale'])}" if origin.get("stale") else "")
 
 
 def write_report(out: Path, report: Report, results: Results) -> None:

@@ -27,7 +27,7 @@ from attngeom import (
     stats,
 )
 from attngeom.documents import EvidenceRecord, Report
-from attngeom.errors import EXIT_FAIL, EXIT_PASS
+from attngeom.errors import EXIT_FAIL, EXIT_PASS, one_line
 from attngeom.files import sha256_file, shown
 from attngeom.options import list_of
 from attngeom.results import compute_results, mathematics_results
@@ -66,7 +66,7 @@ def run_verify(
     ev, tier, warnings, hashes = judge_evidence(root, models, tier, listing)
     print(ev.line())
     for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
+        print(f"warning: {one_line(w)}", file=sys.stderr)
     companion_runs = fetch.fetch_companion()
     claims = expected.load_claims()  # parsed once, for the robustness pass and the judgement
     plain = {name: statistics.Measures.of(m) for name, m in models.items()}
