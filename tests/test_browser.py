@@ -33,7 +33,7 @@ def _binaries() -> tuple[str, str]:
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and driver):
         if os.environ.get("CI"):
-            pytest.fail("chromium and chromedriver are missing: .ci/browser.sh installs them")
+            pytest.fail("chromium and chromedriver are missing: .ci/tools.sh installs them")
         pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
     return chromium, driver
 
