@@ -258,6 +258,36 @@ def test_a_run_environment_that_cannot_start_leaves_no_folder(setting, shown, tm
     assert shown in proc.stderr and not out.exists()
 
 
+@pytest.mark.parametrize("limit_kib", [1_000_000, 2_000_000])
+def test_a_rerun_under_too_small_an_address_space_is_one_out_of_memory_line_and_no_folder(limit_kib, tmp_path):
+    """Under `ulimit -v 1000000` XLA's compiler aborts (134, no line); under 2000000 the first loss is NaN."""
+    out = tmp_path / "run"
+    cmd = command("rerun", "--preset", "smoke", "--variants", "softmax", "--steps", "4", "--out", str(out))
+    proc = run(["bash", "-c", f'ulimit -v {limit_kib}; exec "$@"', "bash", *cmd], tmp_path)
+    assert_one_error_line(proc, 2, starts="error: out of memory: this process may map ")
+    assert "(ulimit -v)" in proc.stderr and not out.exists()
+
+
+def test_a_device_that_cannot_start_for_want_of_memory_says_so(monkeypatch):
+    """The probe's child under an address space too small for jax's backend (the parent's limit is not lowered)."""
+    pytest.importorskip("jax")
+    import resource
+
+    from attngeom.training import device_probe
+
+    real = subprocess.run
+
+    def limited(*args, **kwargs):
+        small = 200 << 20  # jaxlib's libraries cannot all be mapped
+        return real(*args, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (small, small)), **kwargs)
+
+    monkeypatch.setattr(device_probe.subprocess, "run", limited)
+    with pytest.raises(
+        InputError, match=r"^out of memory: the device cannot start: .*(failed to map segment|pthread_create|allocate)"
+    ):
+        device_probe.check_device()
+
+
 # 8. SIGTERM and SIGHUP end like Ctrl-C, with their own statuses.
 
 
