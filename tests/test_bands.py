@@ -32,12 +32,14 @@ def _summary(members: dict[str, list[float]], step: int = 1200) -> dict:
     """A summary file holding one ensemble per variant, as `summary ENS --out FILE` writes it."""
     runs = {}
     for variant, values in members.items():
-        spread = ensemble.spread(values, None)
+        spread = {"member_ids": list(range(len(values)))} | ensemble.spread(values, None)
         runs[f"ens-{variant}"] = {
             "ensemble": {
+                "members": max(2, len(values)),
                 "config": {"preset": "paper"},
                 "statistics": {f"{variant}_s0": {"distinct_winners": {str(step): spread}}},
-            }
+            },
+            "members": {},
         }
     return {"what": "", "runs": runs}
 
@@ -135,3 +137,52 @@ def test_the_step_1200_bands_are_those_the_committed_ensembles_derive():
     source = "expected/measured/ensemble-step1200.json"
     kept = schema.read_json(expected.REPO / source, schema.SUMMARY_JSON)
     assert bands.derive(_current(), kept, 1200, source) == _current()
+
+
+def _spread_of(doc: dict) -> dict:
+    return doc["runs"]["ens-yat_b"]["ensemble"]["statistics"]["yat_b_s0"]["distinct_winners"]["1200"]
+
+
+FORGED = {
+    "a NaN member": lambda d: _spread_of(d)["members"].__setitem__(0, float("nan")),
+    "an infinite std": lambda d: _spread_of(d).__setitem__("std", float("inf")),
+    "a negative std": lambda d: _spread_of(d).__setitem__("std", -1.0),
+    "a boolean member": lambda d: _spread_of(d)["members"].__setitem__(0, True),
+    "a member of 1e308": lambda d: _spread_of(d)["members"].__setitem__(0, 1e308),
+    "a member of 0 distinct winners": lambda d: _spread_of(d)["members"].__setitem__(0, 0.0),
+    "10,000 members": lambda d: _spread_of(d).update(members=[50.0] * 10_000, member_ids=list(range(10_000))),
+    "a string for a number": lambda d: _spread_of(d).__setitem__("mean", "49"),
+    "a list for a number": lambda d: _spread_of(d).__setitem__("max", [52.6]),
+    "a scalar for the statistics": lambda d: d["runs"]["ens-yat_b"]["ensemble"].__setitem__("statistics", 3),
+    "an unknown model": lambda d: d["runs"]["ens-yat_b"]["ensemble"]["statistics"].__setitem__("gpt_s0", {}),
+    "a std not of the members": lambda d: _spread_of(d).__setitem__("std", 0.01),
+    "a member counted twice": lambda d: _spread_of(d).__setitem__("member_ids", [0, 1, 1, 3]),
+}
+
+
+@pytest.mark.parametrize("forged", FORGED)
+def test_a_forged_ensemble_is_one_error_and_nothing_written(forged, tmp_path, capsys):
+    doc = _summary({"yat_b": [47.4, 49.1, 50.2, 52.6]})
+    FORGED[forged](doc)
+    summary, out = tmp_path / "ensemble.json", tmp_path / "rerun.json"
+    summary.write_text(json.dumps(doc))  # NaN and Infinity as Python's json writes them
+    capsys.readouterr()
+    assert cli.main(["bands", str(summary), "--write", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_bands_judge_exits_1_when_a_judged_run_lies_outside_its_band(tmp_path, capsys):
+    kept = schema.read_json(expected.REPO / "expected" / "measured" / "paper-step1200.json", schema.SUMMARY_JSON)
+    source = expected.REPO / "expected" / "measured" / "ensemble-step1200.json"
+    inside, outside = tmp_path / "inside.json", tmp_path / "outside.json"
+    inside.write_text(json.dumps(kept))
+    name, run = next((n, r) for n, r in kept["runs"].items() if "yat_b_s0" in r.get("statistics", {}))
+    band = _current()["steps"]["1200"]["occupancy"]["models"]["yat_b"]
+    run["statistics"]["yat_b_s0"]["run"]["distinct_winners"]["1200"] = band["published"] + band["tolerance"] + 0.5
+    outside.write_text(json.dumps(kept))
+    assert cli.main(["bands", str(source), "--judge", str(inside)]) == 0
+    assert cli.main(["bands", str(source), "--judge", str(inside), "--judge", str(outside)]) == 1
+    failed = [line for line in capsys.readouterr().out.splitlines() if line.endswith(": FAIL")]
+    assert len(failed) == 1 and failed[0].startswith(f"{outside}: {name} yat_b occupancy at 1200: "), failed

@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import copy
+import math
 from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 
 from attngeom import expected, schema
+from attngeom.ensemble import spread
 from attngeom.errors import InputError
 from attngeom.files import shown, write_json_atomic
 from attngeom.judge import Judgement, passes
@@ -52,10 +54,12 @@ def tolerance(members: list[float], published: float, std: float) -> float:
     return round_up(max(abs(v - published) for v in members) + std)
 
 
-def ensembles_at(doc: dict, step: int) -> dict[str, dict[str, dict]]:
-    """The spread of every model's ensemble at `step` in a summary file: model -> statistic -> spread.
+def ensembles_at(doc: dict, step: int, where: str = "the summary file") -> dict[str, dict[str, dict]]:
+    """The spread of every model's ensemble at `step` in a summary file (read through its schema):
+    model -> statistic -> spread.
 
-    A model two ensembles cover is refused: their members 0 are the same trajectory."""
+    A spread that is not its members' (`ensemble.spread` of them) is refused, and so is a model two
+    ensembles cover: their members 0 are the same trajectory."""
     out: dict[str, dict[str, dict]] = {}
     for name, run in doc["runs"].items():
         preset = run.get("ensemble", {}).get("config", {}).get("preset")
@@ -64,9 +68,22 @@ def ensembles_at(doc: dict, step: int) -> dict[str, dict[str, dict]]:
             if not published_run(preset, seed, variant):
                 continue
             if variant in out:
-                raise InputError(f"two ensembles of {variant}, one of them {name}: keep one per model")
+                raise InputError(f"{where}: two ensembles of {variant}, one of them {name}: keep one per model")
             out[variant] = {s: by_step[str(step)] for s, by_step in by_statistic.items() if str(step) in by_step}
+            for statistic, one in out[variant].items():
+                if not _is_spread_of_members(one):
+                    raise InputError(
+                        f"{where}: {name} {model} {statistic} at step {step}: the spread is not that of its members"
+                    )
     return out
+
+
+def _is_spread_of_members(one: dict) -> bool:
+    """Whether a recorded spread names each member once and holds their mean, std, min and max."""
+    again = spread(one["members"], None)
+    return len(set(one["member_ids"])) == len(one["member_ids"]) == len(one["members"]) and all(
+        math.isclose(one[k], again[k], rel_tol=1e-9, abs_tol=1e-12) for k in ("mean", "std", "min", "max")
+    )
 
 
 def derive(rerun_doc: dict, summary_doc: dict, step: int, source: str) -> dict:
@@ -75,7 +92,7 @@ def derive(rerun_doc: dict, summary_doc: dict, step: int, source: str) -> dict:
     bands = doc["steps"].get(str(step))
     if bands is None:
         raise InputError(f"rerun.json has no bands at step {step}")
-    spreads = ensembles_at(summary_doc, step)
+    spreads = ensembles_at(summary_doc, step, source)
     for band in bands.values():
         for model, one in band["models"].items():
             spread = spreads.get(model, {}).get(band["statistic"])
@@ -119,13 +136,14 @@ def judge_summaries(doc: dict, rerun_doc: dict, step: int) -> list[tuple[str, st
 
 
 def run_bands(args: argparse.Namespace) -> int:
-    """Print the derived bands beside those in force; write them with --write."""
+    """Print the derived bands beside those in force; write them with --write. The exit status is 1 when
+    a run --judge judges again lies outside its band (every file read first, so that a bad one writes nothing)."""
     summary_doc = schema.read_json(args.ensemble, schema.SUMMARY_JSON)
     path = expected.EXPECTED_DIR / "rerun.json"
     current = schema.read_json(path, schema.RERUN_JSON)
     source = shown(args.source or args.ensemble)
     new = derive(current, summary_doc, args.step, source)
-    spreads = ensembles_at(summary_doc, args.step)
+    spreads = ensembles_at(summary_doc, args.step, source)
     for name, band in new["steps"][str(args.step)].items():
         for model, one in band["models"].items():
             before = current["steps"][str(args.step)][name]["models"][model]["tolerance"]
@@ -142,18 +160,18 @@ def run_bands(args: argparse.Namespace) -> int:
             )
         for a, b in expected.overlaps(band):
             print(f"step {args.step} {name}: the bands of {a} and {b} overlap")
-    for file in args.judge or []:
-        for who, model, name, value, published, t, inside in judge_summaries(
-            schema.read_json(file, schema.SUMMARY_JSON), new, args.step
-        ):
-            verdict = "PASS" if inside else "FAIL"
-            print(
-                f"{shown(file)}: {who} {model} {name} at {args.step}: {value:g} against {published:g} ± {t:g}: {verdict}"
-            )
+    judged = [
+        (file, row)
+        for file in args.judge or []
+        for row in judge_summaries(schema.read_json(file, schema.SUMMARY_JSON), new, args.step)
+    ]
+    for file, (who, model, name, value, published, t, inside) in judged:
+        verdict = "PASS" if inside else "FAIL"
+        print(f"{shown(file)}: {who} {model} {name} at {args.step}: {value:g} against {published:g} ± {t:g}: {verdict}")
     if args.write:
         write_json_atomic(args.write, new)
         print(f"written: {shown(args.write)}")
-    return 0
+    return 1 if any(not row[-1] for _, row in judged) else 0  # as verify: 1 when a judged value fails
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from attngeom.errors import InputError
 from attngeom.training.config import PRESET_NAMES
+from attngeom.variants import VARIANTS_TABLE
 
 MAX_JSON_BYTES = 64 << 20
 MAX_DEPTH = 64
@@ -150,7 +152,9 @@ class Either(Spec):
 
     def errors(self, value, place):
         found = [list(o.errors(value, place)) for o in self.options]
-        return iter(()) if any(not f for f in found) else iter(found[0])
+        if any(not f for f in found):
+            return iter(())
+        return iter(max(found, key=lambda f: f[0][0].count(".") + f[0][0].count("[")))  # the option that got furthest
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,7 @@ class Record(Spec):
     required: tuple[str, ...] = ()
     other: Spec | None = Any_()
     max_len: int = 10_000
+    keys: str = ""  # a pattern the other keys must match as a whole
 
     def errors(self, value, place):
         if not isinstance(value, dict):
@@ -192,8 +197,8 @@ class Record(Spec):
             yield place, f"missing key(s) {', '.join(missing)}"
         for key, v in value.items():
             spec = self.fields.get(key, self.other)
-            if spec is None:
-                yield place, f"unexpected key {key!r}"
+            if spec is None or (key not in self.fields and self.keys and not re.fullmatch(self.keys, key)):
+                yield place, f"unexpected key {key[:80]!r}"
             else:
                 yield from spec.errors(v, f"{place}.{key}" if place else key)
 
@@ -362,21 +367,100 @@ REPORT_JSON = Record(
 )
 """A report folder's report.json (documents.Report), as `summary` and `figures` read it back."""
 
+# --- summaries: the statistics of runs and ensembles (statistics.by_step), bounded by their laws ---
+
+MAX_KEYS = 1 << 16  # the longest window a map may have (a paper window has 128 keys)
+STATISTIC_VALUE = {
+    # a row's winner is one of its keys: each head has 1 to T distinct winners, and so has their mean
+    "distinct_winners": Number(1, MAX_KEYS),
+    # a row renormalised over its n keys has an entropy in [0, log n]; divided by log n, in [0, 1]
+    "mean_norm_entropy": Number(0, 1),
+    "validation_loss": Number(0),  # a cross-entropy: non-negative, without an upper bound
+}
+"""The per-step statistics a summary keeps (`statistics.by_step`), each within what its definition allows."""
+_STEP_KEY = r"\d{1,10}"
+_MODEL_KEY = "(" + "|".join(v.name for v in VARIANTS_TABLE) + r")_s\d{1,10}"
+
+
+def _by_statistic(value: Callable[[Spec], Spec]) -> Record:
+    """name -> step -> `value(the statistic's bound)`, and `final` -> table statistic -> `value(any number)`."""
+    steps = {name: Record(other=value(bound), keys=_STEP_KEY) for name, bound in STATISTIC_VALUE.items()}
+    return Record({**steps, "final": Record(other=value(Number()), max_len=1000)}, other=None)
+
+
+RUN_STATISTICS = _by_statistic(lambda bound: bound)
+RUN_SUMMARY = Record(
+    {
+        "preset": Text(100),
+        "steps": _STEP,
+        "stopped_after": Maybe(_STEP),
+        "wall_s": Maybe(Number(0)),
+        "statistics": Record(
+            other=Record(
+                {
+                    "run": RUN_STATISTICS,
+                    "published_seed0": RUN_STATISTICS,
+                    "maps_against_published_seed0": Record(
+                        other=Record(
+                            {"max_abs_difference": Number(0), "entries_that_differ": Number(0, 1)},
+                            required=("max_abs_difference", "entries_that_differ"),
+                            other=None,
+                        ),
+                        keys=_STEP_KEY,
+                    ),
+                },
+                required=("run",),
+                other=None,
+            ),
+            keys=_MODEL_KEY,
+        ),
+        "verdict": REPORT_JSON.fields["summary"],
+        "judged": Items(Record({k: Maybe(Text()) for k in ("id", "verdict", "measured", "expected")})),
+    },
+    required=("preset", "steps", "statistics", "verdict"),
+)
+"""One run of a summary file (`summary.summarise_run`): what it measured, beside the published run, and its verdicts."""
+
+
+def _spread(value: Spec) -> Record:
+    return Record(
+        {
+            "member_ids": Items(Number(0, MAX_MEMBERS - 1, integer=True), min_len=1, max_len=MAX_MEMBERS),
+            "members": Items(value, min_len=1, max_len=MAX_MEMBERS),
+            **{k: value for k in ("mean", "min", "max", "published")},
+            "std": Number(0),
+            "published_inside": Flag(),
+            "published_in_std": Maybe(Number()),
+        },
+        required=("member_ids", "members", "mean", "std", "min", "max"),
+        other=None,
+    )
+
+
 ENSEMBLE_JSON = Record(
     {
         "what": Text(),
         "members": Number(2, MAX_MEMBERS, integer=True),
         "members_mode": Maybe(Text(16, "together|sequential")),  # kept on --resume (ensemble.together)
         "config": MANIFEST_JSON.fields["config"],
-        "member_runs": Record(other=Record({"state": Text(32)}, required=("state",))),
-        "statistics": Record(other=Record(other=Record(other=Record({"members": Items(Number())})))),
+        "member_runs": Record(other=Record({"state": Text(32)}, required=("state",)), keys=r"\d{1,2}"),
+        "statistics": Record(other=_by_statistic(_spread), keys=_MODEL_KEY),
     },
     required=("members", "config"),
 )
 """An ensemble's ensemble.json: its plan, its members' states and the spread of what they measured
 (model -> statistic -> step -> members' values and their spread)."""
 
-SUMMARY_JSON = Record({"what": Text(), "runs": Record(other=Record())}, required=("runs",))
+ENSEMBLE_SUMMARY = Record(
+    {"ensemble": ENSEMBLE_JSON, "members": Record(other=RUN_SUMMARY, keys=r"member-\d{1,2}"), "note": Text()},
+    required=("ensemble", "members"),
+    other=None,
+)
+"""An ensemble of a summary file (`summary.summarise_ensemble`): its spread and each finished member's summary."""
+
+SUMMARY_JSON = Record(
+    {"what": Text(), "runs": Record(other=Either((RUN_SUMMARY, ENSEMBLE_SUMMARY)))}, required=("runs",)
+)
 """`summary`'s output (expected/measured/*.json): runs already in it are kept when others are added."""
 
 FIGURES_JSON = Record(
