@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -50,14 +51,25 @@ def _losses(member: Path) -> list[float]:
     return [json.loads(line)["loss"] for line in (member / runs.TRAIN_LOG).read_text().splitlines()]
 
 
+OPTS = ["rerun", "--preset", "smoke", "--seed", "0", "--variants", "yat_b", "--members", "3", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def three_members(tmp_path_factory) -> Path:
+    """A complete smoke ensemble of three members of yat_b (read only: copy it to change it)."""
+    whole = tmp_path_factory.mktemp("ensemble") / "whole"
+    with pytest.MonkeyPatch.context() as m:
+        restore_device_settings(m)
+        assert cli.main([*OPTS, "--out", str(whole)]) == 0
+    return whole
+
+
 @pytest.mark.slow
 def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_and_resumes(
-    smoke_runs, tmp_path, monkeypatch, capsys
+    three_members, smoke_runs, tmp_path, monkeypatch, capsys
 ):
     restore_device_settings(monkeypatch)
-    opts = ["rerun", "--preset", "smoke", "--seed", "0", "--variants", "yat_b", "--members", "3", "--quiet"]
-    whole = tmp_path / "whole"
-    assert cli.main([*opts, "--out", str(whole)]) == 0
+    opts, whole = OPTS, three_members
     doc = ensemble.read(whole)
     assert [r["state"] for r in doc["member_runs"].values()] == ["complete"] * 3
     assert [runs.require_complete(ensemble.member_dir(whole, m))["config"]["train"]["member"] for m in range(3)] == [
@@ -93,6 +105,84 @@ def test_an_ensemble_of_three_trains_distinct_members_member_0_the_plain_rerun_a
         same_as_the_whole_run(ensemble.member_dir(whole, m), ensemble.member_dir(cut, m), ("yat_b",), 0)
     assert ensemble.read(cut)["statistics"] == doc["statistics"]
     assert cli.main(["rerun", "--resume", str(cut), "--quiet"]) == 0  # nothing left to do: every member complete
+
+
+def _edit(path: Path, change) -> None:
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+def _member_1_copied_from_0(ens: Path, renumbered: bool) -> None:
+    """Member 1's folder replaced by member 0's; `renumbered`: its manifest then made to say member 1."""
+    one = runs.require_complete(ensemble.member_dir(ens, 1))["trajectory"]["perturbation"]
+    shutil.rmtree(ensemble.member_dir(ens, 1))
+    shutil.copytree(ensemble.member_dir(ens, 0), ensemble.member_dir(ens, 1))
+    if renumbered:
+
+        def renumber(doc):
+            doc["config"]["train"]["member"] = doc["trajectory"]["member"] = 1
+            doc["trajectory"]["perturbation"] = one
+
+        _edit(ensemble.member_dir(ens, 1) / runs.MANIFEST, renumber)
+
+
+FORGED_MEMBERS = {
+    "the plan edited from 60 steps to 80, member 1 deleted": (
+        lambda ens: (
+            _edit(ens / ensemble.SUMMARY, lambda d: d["config"]["train"].update(steps=80)),
+            shutil.rmtree(ensemble.member_dir(ens, 1)),
+        ),
+        "member-0: not a run of the ensemble's plan (train was",
+    ),
+    "member 1 a copy of member 0": (
+        lambda ens: _member_1_copied_from_0(ens, renumbered=False),
+        "member-1: member 0's run in the place of member 1",
+    ),
+    "member 1 a copy of member 0 renumbered": (
+        lambda ens: _member_1_copied_from_0(ens, renumbered=True),
+        "member-1: the same bundles as member 0's: one trajectory counted twice",
+    ),
+    "member 2 stopped at another step": (
+        lambda ens: _edit(
+            ensemble.member_dir(ens, 2) / runs.MANIFEST, lambda d: d["config"]["train"].update(stop_after=30)
+        ),
+        "member-2: stopped after step 30, where the ensemble's plan runs the whole schedule",
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("forged", FORGED_MEMBERS)
+def test_a_member_of_another_plan_or_slot_is_refused_by_resume_and_summary(
+    three_members, forged, tmp_path, monkeypatch, capsys
+):
+    restore_device_settings(monkeypatch)
+    ens = tmp_path / "whole"
+    shutil.copytree(three_members, ens)
+    damage, message = FORGED_MEMBERS[forged]
+    damage(ens)
+    before = sorted(p.relative_to(ens) for p in ens.rglob("*"))
+    for command in (
+        ["rerun", "--resume", str(ens), "--quiet"],
+        ["summary", str(ens), "--out", str(tmp_path / "s.json")],
+    ):
+        capsys.readouterr()
+        assert cli.main(command) == 2, command
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert sorted(p.relative_to(ens) for p in ens.rglob("*")) == before  # nothing trained, nothing written
+    assert not (tmp_path / "s.json").exists()
+
+
+@pytest.mark.slow
+def test_the_resume_of_a_complete_ensemble_exits_with_its_members_worst_verdict(three_members, tmp_path, monkeypatch):
+    restore_device_settings(monkeypatch)
+    ens = tmp_path / "whole"
+    shutil.copytree(three_members, ens)
+    assert cli.main(["rerun", "--resume", str(ens), "--quiet"]) == 0
+    _edit(ensemble.member_dir(ens, 2) / runs.MANIFEST, lambda d: d.update(verify_exit=1))  # member 2 judged FAIL
+    assert cli.main(["rerun", "--resume", str(ens), "--quiet"]) == 1
 
 
 def test_bad_ensemble_options_are_one_line_errors(tmp_path, monkeypatch, capsys):

@@ -33,10 +33,11 @@ from pathlib import Path
 from attngeom import fetch, schema
 from attngeom.bundles import list_bundles, load_model
 from attngeom.errors import InputError
-from attngeom.files import remove_temporaries, shown, write_json_atomic
+from attngeom.files import remove_temporaries, sha256_file, shown, write_json_atomic
 from attngeom.robustness import summary
 from attngeom.statistics import by_step, published_model
 from attngeom.training import rerun, runs
+from attngeom.training.trajectory import mismatch, perturbation
 from attngeom.variants import model_key, model_of, published_run
 
 SUMMARY = "ensemble.json"
@@ -85,13 +86,14 @@ def summarise(ensemble: Path, plan: dict, folders: dict[str, Path], known: dict 
     `known` keeps each finished member's statistics between calls (by folder and stopping step), so
     that rewriting the summary after every member measures each member once."""
     known = {} if known is None else known
-    members, finished = {}, {}
+    members, finished, bundles = {}, {}, {}
     for m in range(plan["members"]):
         path = member_dir(ensemble, m)
         state, manifest = member_state(path)
         if manifest is None:
             members[str(m)] = {"state": state}
             continue
+        check_member(path, m, plan, manifest)
         done = state != "unfinished"
         members[str(m)] = {
             "state": "complete" if done else state,
@@ -100,6 +102,12 @@ def summarise(ensemble: Path, plan: dict, folders: dict[str, Path], known: dict 
             "verify_exit": manifest.get("verify_exit"),
         }
         if done:
+            same = bundles.setdefault(_bundle_hashes(path), m)
+            if same != m:
+                raise InputError(
+                    f"{shown(path)}: the same bundles as member {same}'s: one trajectory counted twice; "
+                    "delete the member's folder and resume the ensemble to train it"
+                )
             key = (str(path), manifest.get("stopped_after"))
             finished[m] = known[key] = known.get(key) or member_statistics(path, manifest)
     stats: dict[str, dict] = {}
@@ -170,7 +178,7 @@ def run(args: argparse.Namespace, train_and_judge: Callable[[list[tuple[argparse
     """Train (or carry on) the members with `train_and_judge([(args, plan), ...])` (the rerun command's):
     one member per call, or all of them in one call when they train together; then summarise. The
     device is prepared once, before the mode is chosen on it. The exit status is the worst of the
-    members' verifications."""
+    complete members' verifications, those of earlier calls included."""
     platform = rerun.prepare_device()
     if args.resume:
         ensemble = args.resume
@@ -214,9 +222,9 @@ def run(args: argparse.Namespace, train_and_judge: Callable[[list[tuple[argparse
             status = max(status, train_and_judge(group))
         finally:
             doc = write_summary(ensemble, plan, folders, known)  # what finished is kept, whatever stops the next member
-    done = sum(r["state"] == "complete" for r in doc["member_runs"].values())
-    print(f"ensemble: {done} of {plan['members']} members complete: {shown(Path(ensemble) / SUMMARY)}")
-    return status
+    done = [r for r in doc["member_runs"].values() if r["state"] == "complete"]
+    print(f"ensemble: {len(done)} of {plan['members']} members complete: {shown(Path(ensemble) / SUMMARY)}")
+    return max([status, *(r.get("verify_exit") or 0 for r in done)])  # members judged before this call count too
 
 
 def settle(ensemble: Path, plan: dict) -> None:
@@ -230,6 +238,39 @@ def settle(ensemble: Path, plan: dict) -> None:
             done = runs.settle_group(paths, config["train"]["steps"])
             if done:
                 print(f"{variant} seed {seed}: {done}")
+
+
+def check_member(path: Path, member: int, plan: dict, manifest: dict) -> None:
+    """A member's run is its slot's and the plan's, or InputError: its own member number (in its
+    configuration and its trajectory's stamp, with that member's perturbation), the plan's configuration
+    otherwise, and the plan's stop, or none (carried on to the full schedule); so that a spread never
+    mixes runs of other plans and a copied member never counts as a second trajectory."""
+    config, want = manifest["config"], plan["config"]
+    stamp = manifest.get("trajectory") or {}
+    named = config.get("train", {}).get("member", 0), stamp.get("member", member)
+    for other in named:
+        if other != member:
+            raise InputError(f"{shown(path)}: member {other}'s run in the place of member {member}")
+    if stamp.get("perturbation", perturbation(member)) != perturbation(member):
+        raise InputError(f"{shown(path)}: not member {member}'s perturbation ({stamp['perturbation']})")
+    differs = mismatch(_without_member(want), _without_member(config))
+    if differs:
+        raise InputError(f"{shown(path)}: not a run of the ensemble's plan ({differs})")
+    stop, planned = (c.get("train", {}).get("stop_after") for c in (config, want))
+    if stop not in (None, planned):
+        where = "runs the whole schedule" if planned is None else f"stops after step {planned}"
+        raise InputError(f"{shown(path)}: stopped after step {stop}, where the ensemble's plan {where}")
+
+
+def _without_member(config: dict) -> dict:
+    """A configuration without what differs between the members of one plan: the member and the stop."""
+    train = {k: v for k, v in config.get("train", {}).items() if k not in ("member", "stop_after")}
+    return {**config, "train": train}
+
+
+def _bundle_hashes(path: Path) -> frozenset[str]:
+    """The sha256 of a run's bundle files: two members with the same are one trajectory."""
+    return frozenset(sha256_file(p) for p in sorted(Path(path).rglob("*.npz")) if runs.CHECKPOINTS not in p.parts)
 
 
 def member_state(path: Path) -> tuple[str, dict | None]:

@@ -68,14 +68,13 @@ def stamp(cfg: TrainConfig, preset: str, mode: str) -> dict:
     import jaxlib
 
     from attngeom.training import runs
-    from attngeom.training.train import PERTURBATION_SEED
 
     device = jax.devices()[0]
     return {
         "preset": preset,
         "train": asdict(replace(cfg, stop_after=None)),
         "member": cfg.member,
-        "perturbation": None if cfg.member == 0 else f"one float32 ulp, signs from [{PERTURBATION_SEED}, {cfg.member}]",
+        "perturbation": perturbation(cfg.member),
         "members_mode": mode,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "cpu_code_generation": runs.xla_cpu_isa(),
@@ -86,6 +85,13 @@ def stamp(cfg: TrainConfig, preset: str, mode: str) -> dict:
         "jaxlib": jaxlib.__version__,
         "training_code": code_hash(),
     }
+
+
+def perturbation(member: int) -> str | None:
+    """How member `member`'s initial parameters are moved from the seed's (`train.perturb`), in words."""
+    from attngeom.training.train import PERTURBATION_SEED
+
+    return None if member == 0 else f"one float32 ulp, signs from [{PERTURBATION_SEED}, {member}]"
 
 
 def model_stamp(run: dict, variant: str, seed: int, cfg: TrainConfig) -> dict:
