@@ -128,6 +128,52 @@ def test_a_rerun_whose_disk_fills_up_is_2_naming_the_folder(tmp_path, tmpfs):
     assert "Traceback" not in proc.stderr
 
 
+def _read_only(tmpfs, folder: Path, files: dict[str, str]) -> Path:
+    """A read-only file system at `folder` holding `files` (name -> text)."""
+    disk = tmpfs(folder)
+    for name, text in files.items():
+        (disk / name).parent.mkdir(parents=True, exist_ok=True)
+        (disk / name).write_text(text)
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    return disk
+
+
+def test_bands_and_summary_outputs_on_a_read_only_file_system_are_2_naming_the_file(tmp_path, tmpfs):
+    kept = (REPO / "expected" / "measured" / "paper-step1200.json").read_text()
+    disk = _read_only(tmpfs, tmp_path / "ro", {"kept.json": kept})
+    ensemble = REPO / "expected" / "measured" / "ensemble-step1200.json"
+    for args, target in (
+        (("bands", str(ensemble), "--write", str(disk / "rerun.json")), disk / "rerun.json"),
+        (("summary", str(tmp_path / "no-run"), "--out", str(disk / "kept.json")), None),  # its input is named first
+    ):
+        proc = cli(*args, cwd=tmp_path)
+        assert_one_error_line(proc, 2)
+        if target is not None:
+            assert proc.stderr.startswith(f"error: {target}: cannot be written (Read-only file system)"), proc.stderr
+
+
+@pytest.mark.slow
+def test_a_resume_of_a_run_folder_on_a_read_only_file_system_is_2_and_a_file_size_limit_too(tmp_path, tmpfs):
+    manifest = {
+        "completed": False,
+        "config": {"preset": "smoke", "variants": ["softmax"], "seeds": [0], "train": {"steps": 60}},
+    }
+    disk = _read_only(tmpfs, tmp_path / "ro", {"run/manifest.json": json.dumps(manifest)})
+    proc = cli("rerun", "--resume", str(disk / "run"), "--quiet", cwd=tmp_path)
+    assert_one_error_line(proc, 2)
+    assert "Read-only file system" in proc.stderr
+    fetch.fetch_corpus()  # in the download cache already: the first write past the limit is the run's
+    out = tmp_path / "run"
+    cmd = command("rerun", "--preset", "smoke", "--variants", "softmax", "--steps", "4", "--out", str(out), "--quiet")
+    proc = run(["bash", "-c", 'ulimit -f 1000; exec "$@"', "bash", *cmd], tmp_path)  # 1000 KiB: no checkpoint fits
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert (
+        proc.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"error: {out / 'checkpoints'}/softmax_s0.npz: cannot be written (File too large)")
+    )
+
+
 def test_an_out_name_of_255_bytes_is_written(published_root, tmp_path):
     out = tmp_path / ("r" * 255)
     proc = cli("--bundles", str(published_root), "--out", str(out), cwd=tmp_path)

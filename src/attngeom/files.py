@@ -14,7 +14,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import BinaryIO
@@ -108,20 +108,29 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """
     path = Path(path)
     regular_output(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=tmp_prefix(path.name), suffix=".tmp", dir=path.parent)
+    with naming(path, lambda name: name is None or Path(name).parent == path.parent and is_temporary(Path(name).name)):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=tmp_prefix(path.name), suffix=".tmp", dir=path.parent)
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide the file from its other readers
+            with os.fdopen(fd, "wb") as f:
+                yield f
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def naming(path: Path, unnamed: Callable[[str | None], bool] = lambda name: name is None) -> Iterator[None]:
+    """An unwritable output's error (UNWRITABLE) names `path` where it names no file or one of `unnamed`
+    (a write names none, and a temporary name is not the reader's): the message says what to fix."""
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would hide the file from its other readers
-        with os.fdopen(fd, "wb") as f:
-            yield f
-        os.replace(tmp, path)
+        yield
     except OSError as exc:
-        if exc.errno in FULL_DISK and exc.filename is None:  # a write's error names no file: name it
+        if exc.errno in UNWRITABLE and unnamed(exc.filename):
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def write_atomic(path: Path, data: str | bytes) -> None:

@@ -33,6 +33,7 @@ from attngeom.files import (
     git_commit,
     is_temporary,
     machine,
+    naming,
     remove_temporaries,
     sha256_file,
     versions,
@@ -328,7 +329,7 @@ class RunFolder:
             json.dumps({"variant": variant, "seed": seed, "step": first + i, "loss": float(loss)})
             for i, loss in enumerate(np.asarray(losses).tolist())
         )
-        with open(self.path / TRAIN_LOG, "a", encoding="utf-8") as f:
+        with naming(self.path / TRAIN_LOG), open(self.path / TRAIN_LOG, "a", encoding="utf-8") as f:
             f.write("".join(line + "\n" for line in lines))
 
     def update(self, **fields) -> None:
