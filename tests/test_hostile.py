@@ -152,6 +152,20 @@ def test_bands_and_summary_outputs_on_a_read_only_file_system_are_2_naming_the_f
             assert proc.stderr.startswith(f"error: {target}: cannot be written (Read-only file system)"), proc.stderr
 
 
+def test_an_output_in_an_immutable_folder_is_2_naming_the_file(tmp_path, tmpfs):
+    folder = tmpfs(tmp_path / "disk") / "kept"
+    folder.mkdir()
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not supported here")
+    try:
+        ensemble = REPO / "expected" / "measured" / "ensemble-step1200.json"
+        proc = cli("bands", str(ensemble), "--write", str(folder / "rerun.json"), cwd=tmp_path)
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+    assert_one_error_line(proc, 2)
+    assert proc.stderr.startswith(f"error: {folder / 'rerun.json'}: cannot be written (Operation not permitted)")
+
+
 @pytest.mark.slow
 def test_a_resume_of_a_run_folder_on_a_read_only_file_system_is_2_and_a_file_size_limit_too(tmp_path, tmpfs):
     manifest = {
