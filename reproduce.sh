@@ -119,7 +119,7 @@ case "${1:-}" in
     exit "$status" ;;
   bench)
     case "${2:-}" in
-      verify|train) exec "$venv/bin/python" "$here/bench/bench_$2.py" "${@:3}" ;;  # bench/ on sys.path, not the working folder
+      verify|train) exec "$venv/bin/python" "$here/bench/bench_$2.py" "${@:3}" ;;  # each puts src/ and bench/ on sys.path itself
       *) die "bench: which benchmark, verify or train? usage: reproduce.sh bench verify|train [--quick] (see bench/)" ;;
     esac ;;
   *) exec "$venv/bin/python" "${run_module[@]}" attngeom "$@" ;;

@@ -31,11 +31,14 @@ import numpy as np
 import optax
 from flax import nnx
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: PYTHONSAFEPATH leaves the script's folder out
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from measured import write_figures  # bench/, beside this script
 
 from attngeom import options, schema
 from attngeom.cli import Parser, entry
-from attngeom.files import write_json_atomic
+from attngeom.files import output_file
 from attngeom.training import config, data, together, train
 from attngeom.training.fidelity import LOSS_RTOL
 from attngeom.training.model import build
@@ -169,7 +172,7 @@ def main() -> int:
         metavar="K",
         help="also K ensemble members: one after another vs together",
     )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures to FILE")
+    parser.add_argument("--json", type=output_file, metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     preset = args.preset or ("smoke" if args.quick else "paper")
     cfg = config.preset(preset, chunk=args.chunk)
@@ -232,7 +235,7 @@ def main() -> int:
         }
         if args.members:
             doc["members"] = {"k": args.members, "variants": ensemble}
-        write_json_atomic(args.json, doc)
+        write_figures(args.json, doc)
     return 0
 
 

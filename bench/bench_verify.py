@@ -29,12 +29,14 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests"), str(ROOT / "bench")]
 
 from bundle_tools import add_windows, copy_published  # noqa: E402 - after the path set-up above
+from measured import write_figures  # noqa: E402 - bench/, beside this script
 
 from attngeom import bundles, fetch, hull, verify  # noqa: E402
 from attngeom.cli import Parser, entry  # noqa: E402
+from attngeom.files import output_file  # noqa: E402
 
 
 def median_time(fn, runs: int):
@@ -61,6 +63,7 @@ def main() -> int:
         "--baseline-runs", type=int, default=1, help="runs of the per-key LP baseline (about 40 s each; 0 skips it)"
     )
     parser.add_argument("--windows", type=int, help="windows per model in the windows case (default 16, quick 4)")
+    parser.add_argument("--json", type=output_file, metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     args.runs = args.runs or (3 if args.quick else 7)
     args.windows = args.windows or (4 if args.quick else 16)
@@ -105,6 +108,22 @@ def main() -> int:
         print(
             f"speed-up of the census: {t_base / t_hull:.0f}x, identical verdicts ({sum(int(a.sum()) for a in ours)} inside)"
         )
+    if args.json:
+        figures = {
+            "runs": args.runs,
+            "verify_s": t_verify,
+            "windows": args.windows,
+            "verify_with_windows_s": t_windows,
+            "census_keys": 3 * int(keys[0][..., 0].size),
+            "census_s": t_hull,
+        }
+        if args.baseline_runs:
+            figures |= {
+                "baseline_runs": args.baseline_runs,
+                "census_baseline_s": t_base,
+                "census_speedup": t_base / t_hull,
+            }
+        write_figures(args.json, figures)
     return 0
 
 

@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from attngeom.cli import Parser, entry
-from attngeom.files import write_json_atomic
+from attngeom.files import output_file, write_json_atomic
 from attngeom.training import config, data, together, train
 
 
@@ -51,7 +51,7 @@ def main() -> int:
     parser.add_argument("--tflops", type=float, default=67.0, help="the GPU's float32 rate (default: H100/H200)")
     parser.add_argument("--efficiency", type=float, default=0.3, help="the fraction of it reached (default 0.3)")
     parser.add_argument("--compile-s", type=float, default=30.0, help="compilation per variant (default 30 s)")
-    parser.add_argument("--json", type=Path, required=True, metavar="FILE", help="where the estimate goes")
+    parser.add_argument("--json", type=output_file, required=True, metavar="FILE", help="where the estimate goes")
     args = parser.parse_args()
     if not (args.seconds > 0 and args.members >= 1 and args.tflops > 0 and 0 < args.efficiency <= 1):
         parser.error("--seconds, --tflops, --efficiency and --members: positive (efficiency at most 1)")

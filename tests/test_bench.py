@@ -98,3 +98,22 @@ def test_the_step_matmuls_are_the_products_of_the_compiled_step(variant):
         2 * int(np.prod(a)) * b[-1] for a, b, count in bench_train.step_matmuls(variant, cfg) for _ in range(count)
     ]
     assert found and sorted(found) == sorted(listed)
+
+
+def test_a_benchmarks_figures_name_the_command_machine_and_date(tmp_path, monkeypatch):
+    sys.path.insert(0, str(REPO / "bench"))
+    import measured
+
+    from attngeom.files import machine
+
+    argv = [str(REPO / "bench" / "bench_train.py"), "--quick", "--json", str(tmp_path / "t.json"), "--steps", "5"]
+    monkeypatch.setattr(sys, "argv", argv)
+    measured.write_figures(tmp_path / "t.json", {"variants": {"softmax": {"harness_steps_per_s": 2.5}}})
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["measured"]["command"] == "./reproduce.sh bench train --quick --steps 5"
+    assert doc["measured"]["machine"] == machine() and len(doc["measured"]["date"]) == 10
+    assert doc["variants"]["softmax"]["harness_steps_per_s"] == 2.5
+    assert (
+        measured.command(["bench/gpu_budget.py", "--seconds", "9", "--json=x"])
+        == "python bench/gpu_budget.py --seconds 9"
+    )

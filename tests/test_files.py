@@ -78,16 +78,24 @@ def test_an_output_that_is_not_a_regular_file_is_refused_and_left_as_it_was(tmp_
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mknod needs root")
-def test_bands_and_summary_refuse_a_device_as_their_output(tmp_path: Path):
+def test_every_writer_of_a_named_output_refuses_a_device(tmp_path: Path):
     import subprocess
 
     device = _special(tmp_path)["character device"]
     repo = Path(__file__).resolve().parents[1]
     ensemble = repo / "expected" / "measured" / "ensemble-step1200.json"
-    for cmd in (["bands", str(ensemble), "--write", str(device)], ["summary", str(tmp_path), "--out", str(device)]):
+    for cmd in (
+        ["bands", str(ensemble), "--write", str(device)],
+        ["summary", str(tmp_path), "--out", str(device)],
+        ["bench", "train", "--quick", "--json", str(device)],
+        ["bench", "verify", "--json", str(device)],
+        ["fidelity", "--out", str(device)],
+        ["--out", str(device)],  # the report's folder
+    ):
         done = subprocess.run([str(repo / "reproduce.sh"), *cmd], capture_output=True, text=True, timeout=300)
         errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-        assert done.returncode == 2 and errors == done.stderr.strip().splitlines()[-1:], done.stderr
+        assert done.returncode == 2 and errors == done.stderr.strip().splitlines()[-1:], (cmd, done.stderr)
+        assert errors[0].startswith(f"error: {device}: "), (cmd, errors)  # refused for what it is, before any work
         assert os.path.exists(device) and not os.path.isfile(device)  # still the device
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from attngeom import expected, schema
 from attngeom.ensemble import spread
 from attngeom.errors import InputError
-from attngeom.files import shown, write_json_atomic
+from attngeom.files import output_file, shown, write_json_atomic
 from attngeom.judge import Judgement, passes
 from attngeom.summary import judged_runs
 from attngeom.variants import model_of, published_run
@@ -187,5 +187,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SUMMARY",
         help="judge the runs a summary file keeps again with the derived bands (repeatable)",
     )
-    p.add_argument("--write", type=Path, metavar="FILE", help="write the rerun.json with the derived bands to FILE")
+    p.add_argument(
+        "--write", type=output_file, metavar="FILE", help="write the rerun.json with the derived bands to FILE"
+    )
     p.set_defaults(func=run_bands)

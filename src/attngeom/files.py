@@ -99,6 +99,13 @@ def regular_output(path: Path) -> None:
         raise InputError(f"{shown(path)}: is {what}, not a file to write; name a new file or a regular one")
 
 
+def output_file(text: str) -> Path:
+    """The argparse type of a file a command writes (`--write`, `--out`, `--json`): refused as the
+    options are read, before any work, when it cannot be one (`regular_output`)."""
+    regular_output(Path(text))
+    return Path(text)
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path) -> Iterator[BinaryIO]:
     """A binary file that replaces `path` only when the block ends without error.

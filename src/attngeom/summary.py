@@ -22,7 +22,7 @@ from attngeom import blocks, ensemble, fetch, schema
 from attngeom.bundles import BundleModel, list_bundles, load_model
 from attngeom.documents import Report
 from attngeom.errors import InputError
-from attngeom.files import sha256_file, shown, write_json_atomic
+from attngeom.files import output_file, sha256_file, shown, write_json_atomic
 from attngeom.statistics import by_step, published_model
 from attngeom.training.runs import MANIFEST, REPORT, read_manifest
 from attngeom.variants import model_key, published_run
@@ -188,7 +188,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "runs", nargs="+", type=Path, metavar="RUN", help="run folders of `rerun`, each judged into RUN/report"
     )
     p.add_argument(
-        "--out", type=Path, required=True, help="the JSON to write; runs of other names already in it are kept"
+        "--out", type=output_file, required=True, help="the JSON to write; runs of other names already in it are kept"
     )
     p.add_argument("--what", default="", help="a sentence saying what the runs are, kept at the top of the JSON")
     p.add_argument("--note", default="", help="a remark kept with each run (such as how loaded the machine was)")
