@@ -5,7 +5,6 @@ writes them all as one set."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import sys
 from collections.abc import Callable
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from attngeom import fetch
 from attngeom.documents import Provenance, Report, Results
-from attngeom.files import git_commit, machine, shown, versions, write_atomic
+from attngeom.files import git_commit, machine, shown, versions, write_atomic, write_json_atomic
 from attngeom.statistics import TABLE, checkpoint_labels
 
 
@@ -319,6 +318,6 @@ def source_note(origin: dict | None, text: Callable[[object], str] = str, code: 
 
 def write_report(out: Path, report: Report, results: Results) -> None:
     """Write REPORT.md, report.json and results.json into `out`."""
-    write_atomic(out / "results.json", json.dumps(results, indent=1) + "\n")
-    write_atomic(out / "report.json", json.dumps(report, indent=1, ensure_ascii=False) + "\n")
+    write_json_atomic(out / "results.json", results)  # NaN refused, as in every JSON the package writes
+    write_json_atomic(out / "report.json", report)
     write_atomic(out / "REPORT.md", markdown(report, results))
