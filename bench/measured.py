@@ -7,6 +7,7 @@ command that measured it, so that no figure is copied by hand and none outlives 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -44,6 +45,7 @@ def write_figures(path: Path, figures: dict) -> None:
             "command": command(sys.argv),
             "git_commit": git_commit(),
             "versions": {k: v for k, v in versions().items() if k in wanted},
+            "load_average": [round(x, 2) for x in os.getloadavg()],  # 1, 5, 15 min as it ended: how idle the cores were
         },
         **figures,
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,46 @@ def pytest_configure(config: pytest.Config) -> None:
     elif DEFAULT_MIRROR.is_dir():
         os.environ["ATTNGEOM_MIRROR"] = str(DEFAULT_MIRROR)
     _private_cache(config)
+
+
+SUITE_JSON = "ATTNGEOM_SUITE_JSON"  # a file to write the session's counts and wall time to (bench/results/suite.json)
+_STARTED: list[float] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _STARTED.append(time.monotonic())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """With ATTNGEOM_SUITE_JSON set: the outcomes and the wall time of this session, where and how it ran,
+    as the docs quote them (`attngeom.docs_figures.suite`)."""
+    path = os.environ.get(SUITE_JSON)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if not path or reporter is None or not _STARTED:
+        return
+    import datetime as dt
+    import shlex
+
+    from attngeom.files import git_commit, machine, write_json_atomic
+
+    outcomes = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+    counts = {
+        k: len([r for r in reporter.stats.get(k, []) if getattr(r, "when", "call") in ("call", "setup")])
+        for k in outcomes
+    }
+    write_json_atomic(
+        Path(path),
+        {
+            "outcomes": counts,
+            "exit_status": int(exitstatus),
+            "wall_s": round(time.monotonic() - _STARTED[0], 1),
+            "command": shlex.join(["./reproduce.sh", "test", *session.config.invocation_params.args]),
+            "machine": machine(),
+            "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
+            "git_commit": git_commit(),
+            "load_average": [round(x, 2) for x in os.getloadavg()],  # 1, 5, 15 min: how busy the cores were
+        },
+    )
 
 
 def _private_cache(config: pytest.Config) -> None:

@@ -27,7 +27,7 @@ def _doc(rows: list[dict]) -> dict:
         "command": "reproduce.sh",
         "machine": "m",
         "git_commit": None,
-        "versions": {"numpy": "2"},
+        "versions": {"attngeom": "0.1.0", "numpy": "2"},
         "expected_sha256": {"claims.json": "ab"},
         "inputs": {"x.npz": "cd"},
         "date": "2026-01-01T00:00:00+00:00",
@@ -49,6 +49,7 @@ def test_markdown_escapes_cells_and_lists_every_claim():
     assert "a \\| b" in md and "q q" in md, "a pipe or newline never breaks the table"
     assert "1 passed, 0 failed, 1 skipped" in md
     assert "## Statistics per model" not in md
+    assert "- package: attngeom 0.1.0, git commit None" in md  # the version a citation names, beside the commit
 
 
 def test_write_report_writes_the_three_files(tmp_path: Path):

@@ -40,6 +40,7 @@ SUBCOMMAND_MODULES = (
     "attngeom.figures",
     "attngeom.summary",
     "attngeom.bands",
+    "attngeom.docs",
 )
 DEFAULT_SUBCOMMAND = "verify"
 # Commands reproduce.sh runs itself; listed here so that --help names every command.

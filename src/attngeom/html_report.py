@@ -332,7 +332,7 @@ def _provenance(report: dict) -> str:
 <tr><th>command</th><td><code>{_e(p.get("command"))}</code></td></tr>
 <tr><th>date</th><td>{_e(p.get("date"))}</td></tr>
 <tr><th>machine</th><td>{_e(p.get("machine"))}</td></tr>
-<tr><th>git commit</th><td class="num">{_e(p.get("git_commit") or "not a git checkout")}</td></tr>
+<tr><th>package</th><td class="num">attngeom {_e(p.get("versions", {}).get("attngeom", "?"))}, git commit {_e(p.get("git_commit") or "not a git checkout")}</td></tr>
 <tr><th>versions</th><td>{versions}</td></tr>
 <tr><th>bundles</th><td><code>{_e(report.get("bundles", ""))}</code></td></tr>
 <tr><th>expected values (sha256)</th><td class="num">{_sha_list(p.get("expected_sha256"))}</td></tr>

@@ -282,7 +282,7 @@ def markdown(report: Report, results: Results) -> str:
         "",
         f"- command: {md_code(p['command'])}",
         f"- machine: {md_text(p['machine'])}",
-        f"- git commit: {md_text(p['git_commit'])}",
+        f"- package: attngeom {md_text(p['versions'].get('attngeom', '?'))}, git commit {md_text(p['git_commit'])}",
         "- versions: " + ", ".join(f"{md_text(k)} {md_text(v)}" for k, v in p["versions"].items()),
         "- expected values: " + ", ".join(f"{md_text(k)} {md_code(v)}" for k, v in p["expected_sha256"].items()),
         "- inputs:",
