@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from attngeom import claims, expected
+from attngeom.errors import InputError
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 
@@ -63,3 +64,25 @@ def test_step_statistics_are_the_published_maps_and_their_bands_cover_the_author
                     with np.load(reruns[model] / f"attn_{model}_s0.npz") as z:
                         drift = abs(measure[name](z[f"step{step}"], strict_mask(model)) - value)
                     assert 0 < drift < one["tolerance"], (step, name, model)
+
+
+def test_every_claim_says_what_it_is_a_property_of_and_an_unknown_kind_is_refused(tmp_path):
+    import json
+    import shutil
+
+    claims = expected.load_claims()
+    assert {c["kind"] for c in claims} == set(expected.KINDS)
+    by_kind = {c["id"]: c["kind"] for c in claims}
+    assert by_kind["scale.softmax.moved"] == "theorem" and by_kind["hull.yat_b.total"] == "setup"
+    assert by_kind["occupancy.yat_b.final"] == "statistic" and by_kind["inversion"] == "comparison"
+    shutil.copytree(expected.EXPECTED_DIR, tmp_path / "expected")
+    path = tmp_path / "expected" / "claims.json"
+    doc = json.loads(path.read_text())
+    doc["claims"][0]["kind"] = "a guess"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="unknown kind 'a guess'"):
+        expected.load_claims(tmp_path / "expected")
+    del doc["claims"][0]["kind"]
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="lacks kind"):
+        expected.load_claims(tmp_path / "expected")

@@ -99,6 +99,7 @@ def _entry(cid: str, function: str, **args) -> dict:
         "tolerance": None,
         "reason": "r",
         "tier": "published bundles",
+        "kind": "setup",
     }
 
 

@@ -165,7 +165,7 @@ def ensemble_table(variant: str) -> str:
     run = _read(path, schema.SUMMARY_JSON)["runs"][variant]
     stats = run["ensemble"]["statistics"][f"{variant}_s0"]
     wanted = [(k, "1200", label) for k, label in STEP_STATISTICS] + [
-        ("validation_loss", "1000", "validation loss at step 1000")
+        ("validation_loss", step, f"validation loss at step {step}") for step in ("500", "1000")
     ]
     ids = stats["distinct_winners"]["1200"]["member_ids"]
     rows = [
@@ -191,25 +191,29 @@ def ensemble_table(variant: str) -> str:
 
 def fidelity_table() -> str:
     """The side-by-side check against the author's script (fidelity-*.json): parameters and every loss, both sides."""
-    lines = []
+    from attngeom.summary import shown_command
+
+    tables = []
     for path in sorted(MEASURED.glob("fidelity-*.json")):
         doc = _read(path)
+        lines = []
         lines.append(
-            f"From `{_rel(path)}` (`{doc['command'].replace('python -m attngeom', './reproduce.sh')}`, "
+            f"From `{_rel(path)}` (`{shown_command(doc['command'])}`, "
             f"{doc['cpu']['model']}, {doc['cpu']['cores']} cores, commit {doc['git_commit'][:7]}): **{doc['verdict']}**"
             f"{' (bit for bit)' if doc['exact'] else ''}.\n"
         )
         lines += [
-            "| variant | parameters (script, harness) | losses at steps 0, 1, 2, last (script) | largest relative loss difference |"
+            "| variant | parameters (script, harness) | losses from step 0 (script) | largest relative loss difference |"
         ]
         lines += ["| --- | --- | --- | --- |"]
         for v in doc["variants"]:
             o, h = doc["original"][v], doc["harness"][v]
             losses = o["losses"]
             worst = max(abs(a - b) / abs(a) for a, b in zip(losses, h["losses"]))
-            shown = ", ".join(f"{x:.7f}" for x in [*losses[:3], losses[-1]])
+            shown = ", ".join(f"{x:.7f}" for x in losses[:3]) + (f", ..., {losses[-1]:.7f}" if len(losses) > 3 else "")
             lines.append(f"| {v} | {o['parameters']:,}, {h['parameters']:,} | {shown} | {worst:.1e} |")
-    return "\n".join(lines)
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables)
 
 
 def provenance(doc: dict) -> str:
@@ -307,4 +311,16 @@ def judged_again(step: int = 1200) -> str:
     rows = ["| run | statistic | value | band | verdict |", "| --- | --- | --- | --- | --- |"]
     for who, _, name, value, published, t, inside in bands.judge_summaries(kept, now, step):
         rows.append(f"| {who} | {name} | {value:g} | {published:g} ± {t:g} | {'PASS' if inside else 'FAIL'} |")
+    return "\n".join(rows)
+
+
+def kinds_table() -> str:
+    """What each claim is a property of (`kind` in expected/claims.json): the kinds and their claims."""
+    from attngeom import expected
+
+    claims = expected.load_claims()
+    rows = ["| kind | what it means | claims |", "| --- | --- | --- |"]
+    for kind, meaning in expected.KINDS.items():
+        ids = [f"`{c['id']}`" for c in claims if c["kind"] == kind]
+        rows.append(f"| {kind} | {meaning} | {len(ids)}: {', '.join(ids)} |")
     return "\n".join(rows)

@@ -29,6 +29,7 @@ class ClaimRow(TypedDict):
     function: str
     unit: str
     tier: str
+    kind: str  # expected.KINDS: what the claim is a property of
     measured_value: object
     measured: str
     expected: str

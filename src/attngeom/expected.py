@@ -32,7 +32,15 @@ _FIELDS = (
     "tolerance",
     "reason",
     "tier",
+    "kind",
 )
+KINDS = {
+    "theorem": "exact in any trained model: a count or identity the mathematics fixes (0 winners moved, 0 keys inside the hull, the toy's identities)",
+    "setup": "a fact of the setup: fixed by the shapes or the toy's configuration, whatever was trained (15,240 comparisons, 3,072 keys, 6 layers, the toy's radii)",
+    "statistic": "a statistic of one trajectory: another trajectory of the same training may give another value (distinct winners, entropy, re-elected shares, the quality gap)",
+    "comparison": "a comparison between models: whether it holds, of one trajectory of each",
+}
+"""What a claim is a property of: `kind` in expected/claims.json, the one place a claim says it."""
 
 
 def _check_judgement(path: Path, cid: str, comparison: str, tolerance) -> None:
@@ -57,6 +65,8 @@ def load_claims(folder: Path | None = None) -> list[dict]:
         if e["function"] not in CLAIM_FUNCTIONS:
             raise InputError(f"{path}: claim {e['id']} names unknown function {e['function']}")
         _check_judgement(path, e["id"], e["comparison"], e["tolerance"])
+        if e["kind"] not in KINDS:
+            raise InputError(f"{path}: claim {e['id']} has unknown kind {e['kind']!r} (one of {', '.join(KINDS)})")
     return entries
 
 

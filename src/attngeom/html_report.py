@@ -99,7 +99,7 @@ def _claims(report: dict) -> str:
             f'<tr class="{_e(v)}" id="claim-{_e(c.get("id"))}" data-claim="{_e(c.get("id"))}">'
             f"<td><code>{_e(c.get('id'))}</code></td>"
             f"<td>{math_text(c.get('claim'))}<blockquote>{math_text(c.get('quote'))}</blockquote>"
-            f'<span class="source">{_e(c.get("source"))}</span></td>'
+            f'<span class="source">{_e(c.get("source"))}</span> <span class="kind">{_e(c.get("kind", ""))}</span></td>'
             f'<td class="num">{_e(c.get("expected"))}</td><td class="num">{_e(c.get("measured"))}</td>'
             f'<td>{_e(c.get("tolerance_reason"))}</td><td><span class="badge {_e(v)}">{_e(v)}</span></td>'
             f"<td><code>{_e(c.get('function'))}</code></td></tr>"

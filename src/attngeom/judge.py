@@ -21,7 +21,7 @@ VERDICTS = ("PASS", "FAIL", "SKIP")
 # What the evidence can show: every claim, only what holds at any size, or what a run stopped early shows.
 SCOPES = ("all", "smoke", "truncated")
 STOPPED_RUN = "stopped run"  # the tier field of the statistics judged at the steps a stopped run reached
-ROW_FIELDS = ("id", "claim", "quote", "source", "function", "unit", "tier")
+ROW_FIELDS = ("id", "claim", "quote", "source", "function", "unit", "tier", "kind")
 
 
 @dataclass(frozen=True)
@@ -129,6 +129,7 @@ def stopped_run_entries(reached: dict[int, dict[str, dict]]) -> list[dict]:
             "tolerance": one["tolerance"],
             "reason": one["reason"],
             "tier": STOPPED_RUN,
+            "kind": "statistic",  # of the run's trajectory, at a step it reached
         }
         | ({"ensemble": {**one["ensemble"], "published": one["published"]}} if "ensemble" in one else {})
         for step, statistics in reached.items()

@@ -255,8 +255,8 @@ def markdown(report: Report, results: Results) -> str:
     if report.get("preflight"):
         lines += [preflight_line(report["preflight"]), ""]
     lines += [
-        "| verdict | claim | quote (place in the post) | expected | measured | tolerance reason |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| verdict | claim | kind | quote (place in the post) | expected | measured | tolerance reason |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     stale = [path for path, o in report["provenance"].get("sources", {}).items() if o.get("stale")]
     if stale:
@@ -264,7 +264,8 @@ def markdown(report: Report, results: Results) -> str:
     for c in report["claims"]:
         mark = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIP": "SKIP"}[c["verdict"]]
         lines.append(
-            f'| {mark} | {md_text(c["claim"])} ({md_code(c["id"], cell=True)}) | "{md_text(c["quote"])}" ({md_text(c["source"])}) '
+            f"| {mark} | {md_text(c['claim'])} ({md_code(c['id'], cell=True)}) | {md_text(c.get('kind', '-'))} "
+            f'| "{md_text(c["quote"])}" ({md_text(c["source"])}) '
             f"| {md_text(c['expected'])} | {md_text(c['measured'])} | {md_text(c['tolerance_reason'])} |"
         )
     if spread := ensemble_lines(report["claims"]):

@@ -254,7 +254,10 @@ CLAIMS_JSON = Record(
         "claims": Items(
             Record(
                 {
-                    **{k: Text() for k in ("id", "claim", "quote", "source", "function", "unit", "reason", "tier")},
+                    **{
+                        k: Text()
+                        for k in ("id", "claim", "quote", "source", "function", "unit", "reason", "tier", "kind")
+                    },
                     "args": Record(other=Either((Number(), Text(), Flag()))),
                     "value": _VALUE,
                     "comparison": _COMPARISON,
