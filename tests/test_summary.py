@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import mounts
 import numpy as np
 import pytest
 from bundle_tools import copy_published, rewrite_npz, stop_after
@@ -15,6 +16,7 @@ from attngeom.summary import judged_runs, shown_command
 from attngeom.training import runs
 
 REPO = Path(__file__).resolve().parents[1]
+tmpfs = mounts.tmpfs  # the fixture
 
 
 def _manifest(**changes) -> dict:
@@ -193,3 +195,17 @@ def test_the_committed_summaries_agree_with_their_own_verdicts():
             assert v["passed"] == judged.count("PASS") and v["failed"] == judged.count("FAIL")
             assert len(judged) == v["passed"] + v["failed"]
             assert v["verdict"] == ("FAIL" if v["failed"] else "PASS")
+
+
+def test_a_summary_onto_a_read_only_file_system_is_2_naming_the_file(judged_run, tmp_path, tmpfs, capsys):
+    import subprocess
+
+    disk = tmpfs(tmp_path / "ro")
+    (disk / "measured.json").write_text((REPO / "expected" / "measured" / "paper-step1200.json").read_text())
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    before = (disk / "measured.json").read_bytes()
+    capsys.readouterr()
+    assert cli.main(["summary", str(judged_run), "--out", str(disk / "measured.json")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {disk / 'measured.json'}: cannot be written (Read-only file system); write elsewhere\n", err
+    assert (disk / "measured.json").read_bytes() == before
