@@ -69,7 +69,8 @@ def _copy_of_the_checkout(dest: Path) -> Path:
 
 
 def _docs(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, ATTNGEOM_VENV=str(REPO / ".venv"))  # the suite's environment, built from the same lock
+    venv = os.environ.get("ATTNGEOM_VENV") or str(REPO / ".venv")  # the suite's environment, built from the same lock
+    env = dict(os.environ, ATTNGEOM_VENV=str(Path(venv).resolve()))
     return subprocess.run(
         [str(root / "reproduce.sh"), "docs", *args], cwd=root, env=env, capture_output=True, text=True, timeout=600
     )
