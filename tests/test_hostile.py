@@ -282,7 +282,7 @@ def _refused_by_the_cache(where: Path, cause: str) -> None:
 def test_a_cache_entry_record_that_is_a_folder_is_named(private_cache):
     entry = private_cache / fetch.url_path(fetch.CORPUS_URL)
     (entry.parent / (entry.name + fetch.SIDECAR)).mkdir(parents=True)
-    _refused_by_the_cache(private_cache, "Is a directory")
+    _refused_by_the_cache(private_cache, "(is a folder, not a file to write")
 
 
 def test_a_cache_that_is_a_file_is_named(private_cache):

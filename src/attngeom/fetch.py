@@ -136,10 +136,11 @@ def _cache_origin(url: str, path: Path, mirror: Path | None) -> dict:
     return origin
 
 
-def _cache_error(path: Path, exc: OSError) -> InputError:
-    """A cache that cannot hold a file (a file in its place, read-only, full): its path and the cause."""
+def _cache_error(path: Path, exc: OSError | InputError) -> InputError:
+    """A cache that cannot hold a file (a file or a folder in its place, read-only, full): its path and the cause."""
+    cause = getattr(exc, "strerror", None) or str(exc).removeprefix(f"{shown(path)}: ")
     return InputError(
-        f"{shown(path)}: the download cache cannot hold {path.name} ({exc.strerror or exc}); "
+        f"{shown(path)}: the download cache cannot hold {path.name} ({cause}); "
         f"fix or free it, or set ATTNGEOM_CACHE to another folder (now {shown(cache_dir())})"
     )
 
@@ -187,7 +188,7 @@ def fetch(url: str, mirror: Path | None = None, progress: bool = False) -> Path:
         }
         try:
             write_json_atomic(_sidecar(path), record)
-        except OSError as exc:
+        except (OSError, InputError) as exc:  # InputError: a folder or a device in the record's place
             raise _cache_error(_sidecar(path), exc) from exc
         ORIGINS[path] = record
     else:
