@@ -128,6 +128,20 @@ def test_a_resumed_run_records_each_segment(stopped_run, tmp_path, monkeypatch, 
     assert not (out / runs.CHECKPOINTS).exists()
 
 
+@pytest.mark.slow
+def test_a_segment_left_open_by_a_killed_process_is_closed_on_resume(stopped_run, tmp_path, monkeypatch):
+    restore_device_settings(monkeypatch)
+    out, _ = _copy(stopped_run, tmp_path)
+    manifest = json.loads((out / runs.MANIFEST).read_text())
+    for key in ("to_steps", "wall_s"):  # as a process ended by a signal during a chunk leaves it
+        del manifest["segments"][-1][key]
+    (out / runs.MANIFEST).write_text(json.dumps(manifest))
+    assert cli.main(["rerun", "--resume", str(out), "--quiet"]) == 0
+    first, second = runs.require_complete(out)["segments"]
+    assert first["to_steps"] == {"softmax_s0": 21} == second["from_steps"] and "wall_s" not in first
+    assert first["ended"].startswith("without closing") and second["to_steps"] == {"softmax_s0": 60}
+
+
 def test_the_code_hash_covers_the_trained_numbers_and_not_the_bookkeeping():
     hashed = {p.name for p in trajectory.code_files()}
     assert {"model.py", "train.py", "data.py", "checkpoint.py", "together.py", "variants.py"} <= hashed

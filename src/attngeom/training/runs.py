@@ -353,14 +353,20 @@ class RunFolder:
 
     def begin_segment(self, facts: dict) -> None:
         """Record that this process trains the run on, from the steps in its checkpoints, under `facts`
-        (`trajectory.segment_facts`): one segment per process, closed by `fail` or `complete`."""
+        (`trajectory.segment_facts`): one segment per process, closed by `fail` or `complete`. A segment
+        left open (its process ended by a signal or killed before it could say so) is closed here, at
+        the steps its checkpoints hold, without a wall time."""
+        reached = self.checkpoint_steps()
+        segments = [dict(s) for s in self.manifest.get("segments", [])]
+        if segments and "to_steps" not in segments[-1]:
+            segments[-1].update(to_steps=reached, ended="without closing (interrupted or killed): closed on resume")
         segment = {
             "started_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "machine": run_machine(),
             **facts,
-            "from_steps": self.checkpoint_steps(),
+            "from_steps": reached,
         }
-        self.update(segments=[*self.manifest.get("segments", []), segment])
+        self.update(segments=[*segments, segment])
 
     def _segment_end(self) -> dict:
         """The manifest's segments with this process's closed: the steps it left and its wall time."""
