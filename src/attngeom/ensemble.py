@@ -86,7 +86,7 @@ def summarise(ensemble: Path, plan: dict, folders: dict[str, Path], known: dict 
     `known` keeps each finished member's statistics between calls (by folder and stopping step), so
     that rewriting the summary after every member measures each member once."""
     known = {} if known is None else known
-    members, finished, bundles = {}, {}, {}
+    members, finished, bundles, stops = {}, {}, {}, {}
     for m in range(plan["members"]):
         path = member_dir(ensemble, m)
         state, manifest = member_state(path)
@@ -94,6 +94,7 @@ def summarise(ensemble: Path, plan: dict, folders: dict[str, Path], known: dict 
             members[str(m)] = {"state": state}
             continue
         check_member(path, m, plan, manifest)
+        stops[m] = manifest["config"].get("train", {}).get("stop_after")
         done = state != "unfinished"
         members[str(m)] = {
             "state": "complete" if done else state,
@@ -110,6 +111,7 @@ def summarise(ensemble: Path, plan: dict, folders: dict[str, Path], known: dict 
                 )
             key = (str(path), manifest.get("stopped_after"))
             finished[m] = known[key] = known.get(key) or member_statistics(path, manifest)
+    check_stops(ensemble, plan, stops)
     stats: dict[str, dict] = {}
     for m, by_model in finished.items():
         for model, by_name in by_model.items():
@@ -243,8 +245,8 @@ def settle(ensemble: Path, plan: dict) -> None:
 def check_member(path: Path, member: int, plan: dict, manifest: dict) -> None:
     """A member's run is its slot's and the plan's, or InputError: its own member number (in its
     configuration and its trajectory's stamp, with that member's perturbation), the plan's configuration
-    otherwise, and the plan's stop, or none (carried on to the full schedule); so that a spread never
-    mixes runs of other plans and a copied member never counts as a second trajectory."""
+    otherwise (its stop is checked with the others', `check_stops`); so that a spread never mixes runs
+    of other plans and a copied member never counts as a second trajectory."""
     config, want = manifest["config"], plan["config"]
     stamp = manifest.get("trajectory") or {}
     named = config.get("train", {}).get("member", 0), stamp.get("member", member)
@@ -256,10 +258,22 @@ def check_member(path: Path, member: int, plan: dict, manifest: dict) -> None:
     differs = mismatch(_without_member(want), _without_member(config))
     if differs:
         raise InputError(f"{shown(path)}: not a run of the ensemble's plan ({differs})")
-    stop, planned = (c.get("train", {}).get("stop_after") for c in (config, want))
-    if stop not in (None, planned):
+
+
+def check_stops(ensemble: Path, plan: dict, stops: dict[int, int | None]) -> None:
+    """The members' stops (`stops`: member -> its configuration's stop_after) are the plan's, none
+    (carried on to the full schedule), or the one step a time limit stopped them all at (members
+    trained together stop together); else InputError naming the member that stops elsewhere."""
+    planned = plan["config"].get("train", {}).get("stop_after")
+    other = {m: s for m, s in stops.items() if s not in (None, planned)}
+    if other and (len(set(other.values())) > 1 or len(other) < len(stops)):
+        m, stop = max(other.items())
         where = "runs the whole schedule" if planned is None else f"stops after step {planned}"
-        raise InputError(f"{shown(path)}: stopped after step {stop}, where the ensemble's plan {where}")
+        apart = min(set(stops) - {m})
+        raise InputError(
+            f"{shown(member_dir(ensemble, m))}: stopped after step {stop}, where the ensemble's plan {where} "
+            f"and member {apart} stops {'nowhere' if stops[apart] is None else f'after step {stops[apart]}'}"
+        )
 
 
 def _without_member(config: dict) -> dict:
