@@ -343,7 +343,8 @@ def test_a_device_that_cannot_start_for_want_of_memory_says_so(monkeypatch):
 
     monkeypatch.setattr(device_probe.subprocess, "run", limited)
     with pytest.raises(
-        InputError, match=r"^out of memory: the device cannot start( \(.*\))?: .*(failed to map segment|pthread_create|allocate)"
+        InputError,
+        match=r"^out of memory: the device cannot start( \(.*\))?: .*(failed to map segment|pthread_create|allocate)",
     ):
         device_probe.check_device()
 
