@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trained_runs import interrupt_training, restore_device_settings, same_as_the_whole_run
+from trained_runs import interrupt_training, restore_device_settings, same_as_the_whole_run, trained_in_process
 
 from attngeom import cli, ensemble
 from attngeom.training import runs, train
@@ -57,11 +57,7 @@ OPTS = ["rerun", "--preset", "smoke", "--seed", "0", "--variants", "yat_b", "--m
 @pytest.fixture(scope="module")
 def three_members(tmp_path_factory) -> Path:
     """A complete smoke ensemble of three members of yat_b (read only: copy it to change it)."""
-    whole = tmp_path_factory.mktemp("ensemble") / "whole"
-    with pytest.MonkeyPatch.context() as m:
-        restore_device_settings(m)
-        assert cli.main([*OPTS, "--out", str(whole)]) == 0
-    return whole
+    return trained_in_process(tmp_path_factory.mktemp("ensemble") / "whole", OPTS)
 
 
 @pytest.mark.slow

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from trained_runs import restore_device_settings, same_files
+from trained_runs import restore_device_settings, same_files, trained_in_process
 
 from attngeom import cli, fetch
 from attngeom.files import is_temporary
@@ -28,11 +28,7 @@ STOPPED = ["rerun", "--preset", "smoke", "--variants", "softmax", "--windows", "
 @pytest.fixture(scope="module")
 def stopped_run(tmp_path_factory) -> Path:
     """A smoke run of softmax stopped after step 20 (read only: copy it to change it)."""
-    out = tmp_path_factory.mktemp("stopped") / "run"
-    with pytest.MonkeyPatch.context() as m:
-        restore_device_settings(m)
-        assert cli.main([*STOPPED, "--out", str(out)]) == 0
-    return out
+    return trained_in_process(tmp_path_factory.mktemp("stopped") / "run", STOPPED)
 
 
 def _copy(run: Path, tmp_path: Path) -> tuple[Path, dict[str, bytes]]:

@@ -119,3 +119,15 @@ def interrupt_training(monkeypatch, step: int, variant: str | None = None, membe
         return real(v, seed, cfg, corpus, on_steps=stop, **kwargs)
 
     monkeypatch.setattr(train, "train_variant", train_variant)
+
+
+def trained_in_process(folder: Path, argv: list[str]) -> Path:
+    """`argv` (a `rerun` command line) run in this process into `folder`, the device settings given back after."""
+    import pytest
+
+    from attngeom import cli
+
+    with pytest.MonkeyPatch.context() as m:
+        restore_device_settings(m)
+        assert cli.main([*argv, "--out", str(folder)]) == 0
+    return folder
