@@ -216,8 +216,9 @@ def _command(*options: str) -> list[str]:
 
 
 def _env() -> dict[str, str]:
-    # No compilation cache: its first writes would add renames to one run and not the other.
-    return dict(os.environ, PYTHONPATH=str(REPO / "src"), JAX_COMPILATION_CACHE_DIR="")
+    # The session's compilation cache: jax writes its entries in place, so a run that fills it renames
+    # what a run that reads it renames (`_killed_at` checks that the kill landed on its target).
+    return dict(os.environ, PYTHONPATH=str(REPO / "src"))
 
 
 def _strace(cmd: list[str], log: Path, inject_at: int | None = None) -> tuple[subprocess.CompletedProcess, int]:
@@ -255,10 +256,12 @@ def _traced_run(tmp: Path, *options: str) -> tuple[Path, list[str]]:
 
 def _killed_at(tmp: Path, renames: list[str], target: str, which: int, *options: str) -> Path:
     """The run of `options` killed at the `which`-th rename (0 first, -1 last) of its main thread onto `target`."""
-    out = tmp / "cut"
+    out, log = tmp / "cut", tmp / "cut.strace"
     at = [i for i, t in enumerate(renames) if t.endswith(target)][which] + 1
-    proc, _ = _strace(_command(*options, "--out", str(out)), tmp / "cut.strace", inject_at=at)
+    proc, pid = _strace(_command(*options, "--out", str(out)), log, inject_at=at)
     assert proc.returncode != 0, "the injected kill did not stop the run"
+    cut = _main_thread_renames(log, pid)
+    assert len(cut) == at and cut[-1].endswith(target), f"killed at {cut[-1:]}, not at {target}"
     return out
 
 
