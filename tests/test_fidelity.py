@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
+import time
 import urllib.request
 
 import numpy as np
@@ -130,7 +132,24 @@ def test_a_failing_author_script_is_one_error(tmp_path, monkeypatch):
     broken.write_text("raise RuntimeError('no such layer')\n", encoding="utf-8")
     monkeypatch.setattr(fetch, "fetch_author_script", lambda: broken)
     with pytest.raises(InputError, match="author's training script failed .*no such layer"):
-        fidelity.original_side(("softmax",), 1, {"softmax": 3e-4})
+        with fidelity.original_side(("softmax",), 1) as finished:
+            finished()
+
+
+def test_leaving_the_block_stops_the_authors_script(tmp_path, monkeypatch):
+    """A harness side that fails ends the check at once: the script running beside it is stopped, not orphaned."""
+    pid_file = tmp_path / "pid"
+    slow = tmp_path / "yat_attention.py"
+    slow.write_text(f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+    monkeypatch.setattr(fetch, "fetch_author_script", lambda: slow)
+    with pytest.raises(RuntimeError, match="harness failed"), fidelity.original_side(("softmax",), 1):
+        deadline = time.monotonic() + 120
+        while not pid_file.is_file() or not pid_file.read_text():
+            assert time.monotonic() < deadline, "the script never started"
+            time.sleep(0.1)
+        raise RuntimeError("harness failed")
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
 
 
 @pytest.mark.slow

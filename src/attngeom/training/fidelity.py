@@ -13,12 +13,14 @@ status is 0 when everything matches, 1 when something differs, 2 for unusable in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -109,8 +111,13 @@ def _child_env() -> dict:
     }
 
 
-def original_side(variants: tuple[str, ...], steps: int, lrs: dict[str, float]) -> tuple[dict, dict]:
-    """The author's script run by `attngeom.training.original` in a subprocess: (figures, device)."""
+@contextlib.contextmanager
+def original_side(variants: tuple[str, ...], steps: int) -> Iterator[Callable[[], tuple[dict, dict]]]:
+    """The author's script run by `attngeom.training.original` in a subprocess, started on entry so that it
+    trains while this process trains the harness (compilation is mostly one core's work: on two cores
+    the check takes about half the time). The block gets a function that waits for the script and gives
+    (figures, device); leaving the block stops a script still running. Both sides keep their own XLA
+    thread pool and their own round-off: running side by side changes when they finish, not what."""
     from attngeom.fetch import fetch_author_script, fetch_corpus
     from attngeom.training import original
 
@@ -122,25 +129,43 @@ def original_side(variants: tuple[str, ...], steps: int, lrs: dict[str, float]) 
             "corpus": str(corpus),
             "workdir": tmp,
             "steps": steps,
-            "lrs": {v: lrs[v] for v in variants},
+            "lrs": learning_rates(variants),
         }
         (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
         command = [sys.executable, "-m", "attngeom.training.original", str(work / "job.json")]
-        done = subprocess.run(
-            command, check=False, env=_child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-        )
-        if done.returncode != 0 or not (work / original.RESULT).is_file():
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise InputError(f"the author's training script failed (exit {done.returncode}): {last}")
-        doc = json.loads((work / original.RESULT).read_text(encoding="utf-8"))
-        with np.load(work / original.MAPS) as z:
-            for v in variants:
-                doc["variants"][v]["attn_step0"] = z[v]
-    return doc["variants"], doc["device"]
+        with open(work / "stderr.txt", "w+", encoding="utf-8", errors="replace") as err:  # a file: a pipe would fill
+            child = subprocess.Popen(command, env=_child_env(), stdout=subprocess.DEVNULL, stderr=err)
+
+            def finished() -> tuple[dict, dict]:
+                code = child.wait()
+                if code != 0 or not (work / original.RESULT).is_file():
+                    err.seek(0)
+                    last = (err.read().strip().splitlines() or ["no output"])[-1]
+                    raise InputError(f"the author's training script failed (exit {code}): {last}")
+                doc = json.loads((work / original.RESULT).read_text(encoding="utf-8"))
+                with np.load(work / original.MAPS) as z:
+                    for v in variants:
+                        doc["variants"][v]["attn_step0"] = z[v]
+                return doc["variants"], doc["device"]
+
+            try:
+                yield finished
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
 
 
-def harness_side(variants: tuple[str, ...], steps: int) -> tuple[dict, dict[str, float]]:
-    """This harness's `train_variant` on the paper preset, seed 0: (figures, learning rates)."""
+def learning_rates(variants: tuple[str, ...]) -> dict[str, float]:
+    """Each variant's learning rate in the paper preset: both sides train with it."""
+    from attngeom.training import config
+
+    cfg = config.preset("paper")
+    return {v: cfg.lr_of(v) for v in variants}
+
+
+def harness_side(variants: tuple[str, ...], steps: int) -> dict:
+    """This harness's `train_variant` on the paper preset, seed 0: its figures."""
     from attngeom.training import config, data, train
     from attngeom.training.model import build, param_stats
 
@@ -158,7 +183,7 @@ def harness_side(variants: tuple[str, ...], steps: int) -> tuple[dict, dict[str,
             "tokens": result.tokens_T[:12].tolist(),
             "attn_step0": result.maps[0],
         }
-    return figures, {v: cfg.lr_of(v) for v in variants}
+    return figures
 
 
 def _figures_json(figures: dict) -> dict:
@@ -185,10 +210,15 @@ def check(variants: tuple[str, ...], steps: int, out_file: Path) -> dict:
     from attngeom.training.runs import environment
 
     _validate(variants, steps)
-    print(f"fidelity: {steps} steps of {', '.join(variants)} with this harness", file=sys.stderr, flush=True)
-    harness, lrs = harness_side(variants, steps)
-    print("fidelity: the same with the author's script (a subprocess, offline)", file=sys.stderr, flush=True)
-    original, original_device = original_side(variants, steps, lrs)
+    print(
+        f"fidelity: {steps} steps of {', '.join(variants)} with this harness and, beside it, with the author's "
+        "script (a subprocess, offline)",
+        file=sys.stderr,
+        flush=True,
+    )
+    with original_side(variants, steps) as original_finished:
+        harness = harness_side(variants, steps)
+        original, original_device = original_finished()
     result = compare(original, harness)
     doc = {
         "verdict": result["verdict"],
@@ -197,7 +227,7 @@ def check(variants: tuple[str, ...], steps: int, out_file: Path) -> dict:
         "preset": "paper",
         "seed": 0,
         "variants": list(variants),
-        "learning_rates": lrs,
+        "learning_rates": learning_rates(variants),
         **environment(),
         "cpu": {"model": cpu_model(), "cores": os.cpu_count()},
         "original_device": original_device,
