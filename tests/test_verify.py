@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from bundle_tools import GOAT, QK, add_windows, copy_published, edit_run, npz_array, rewrite_npz, stop_after
 
-from attngeom import bundles, expected, fetch, judge, results
+from attngeom import bundles, expected, fetch, judge, results, trajectories
 from attngeom.variants import PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
@@ -258,6 +258,12 @@ def test_a_stopped_run_is_judged_at_the_steps_it_reached_and_never_passes_the_re
     for cid in final:
         assert rows[cid]["verdict"] == "SKIP" and rows[cid]["tolerance_reason"].startswith("needs the final model"), cid
     assert rows["occupancy.yat_b.step0"]["verdict"] == "PASS" and rows["setup.steps"]["verdict"] == "PASS"
+    spread = report["trajectories"]  # the run is one more trajectory beside those measured
+    assert spread["sources"][-1] == "this run" and "this run" in spread["trajectories"]
+    at1200 = next(r for r in spread["claims"]["inversion"]["steps"] if r["step"] == 1200)
+    assert at1200["held"] == at1200["pairings"] == at1200["measured"]["softmax"] * at1200["measured"]["yat_b"]
+    kept = [t for t in trajectories.read_measured()[0] if t.variant == "softmax" and t.values_at(1200)]
+    assert at1200["measured"]["softmax"] == len(kept) + 1  # the files' trajectories and this run (no telemetry rerun)
 
 
 def test_a_stopped_run_that_drifts_out_of_the_band_fails(published_root, tmp_path):
@@ -269,6 +275,10 @@ def test_a_stopped_run_that_drifts_out_of_the_band_fails(published_root, tmp_pat
     assert (
         proc.returncode == 1 and rows["step1200.softmax.entropy"] == "FAIL" and rows["step1200.yat_b.entropy"] == "PASS"
     )
+    inversion = json.loads((tmp_path / "out" / "report.json").read_text())["trajectories"]["claims"]["inversion"]
+    at1200 = next(r for r in inversion["steps"] if r["step"] == 1200)  # this run's even softmax rows break it
+    assert at1200["held"] == at1200["pairings"] - at1200["measured"]["yat_b"] > 0
+    assert "At step 1,200: fails on" in (tmp_path / "out" / "REPORT.md").read_text()
 
 
 def test_an_explicit_tier_is_kept_and_the_mismatch_reported(published_root, tmp_path):
