@@ -102,10 +102,14 @@ def test_report_files(published_run):
     for claim in report["claims"]:
         assert f"`{claim['id']}`" in md
     prov = report["provenance"]
-    # each model's attn and geom, each bundle's run JSON, the companion's runs
-    assert len(prov["inputs"]) == 2 * len(PUBLISHED) + len(fetch.PUBLISHED_BUNDLES) + 1 and all(
+    # each model's attn and geom, each bundle's run JSON, the companion's runs; beside the measured trajectories,
+    # the summary files of expected/measured/ and each telemetry rerun's attn and run JSON
+    summaries = trajectories.read_measured()[1]
+    judged = 2 * len(PUBLISHED) + len(fetch.PUBLISHED_BUNDLES) + 1
+    assert len(prov["inputs"]) == judged + len(summaries) + 2 * len(fetch.TELEMETRY_BUNDLES) and all(
         len(v) == 64 for v in prov["inputs"].values()
     )
+    assert {p for p in prov["inputs"] if p.endswith("-step1200.json")} == {str(p) for p in summaries}
     assert set(prov["expected_sha256"]) >= {"claims.json", "rerun.json"}
     assert {"numpy", "scipy", "python"} <= set(prov["versions"])
 

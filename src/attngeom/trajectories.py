@@ -188,10 +188,12 @@ def comparison_spread(entry: dict, judged: object, trajectories: list[Trajectory
     """A comparison at its quoted step and at each later-than-first step where every model it compares has a
     measured trajectory (shown only where some pairing was measured)."""
     models, quoted = models_needed(entry), CHECKPOINT_STEP[COMPARED_AT]
+    per_step = {s.per_step for s in TABLE.values() if s.per_step is not None}
     steps = {
         s
         for t in trajectories
-        for s in checkpoint_labels(sorted(map(int, t.recorded.get("distinct_winners", {}))), t.steps)
+        for name in per_step
+        for s in checkpoint_labels(sorted(map(int, t.recorded.get(name, {}))), t.steps)
         if s > CHECKPOINT_STEP["first"]
     }
     rows = [comparison_at(entry, s, trajectories) for s in sorted(steps - {quoted}, reverse=True)]
