@@ -236,8 +236,8 @@ def _trajectories(report: dict) -> str:
         _strip_figure(
             "trajectory",
             f'data-claim="{_e(cid)}"',
-            f"{claims[cid]['claim']}: step {one['step']:,}, {len(one['values'])} trajectories "
-            f"({trajectory_cells(one)[3]}), the quote {trajectory_cells(one)[4]}",
+            f"{claims[cid]['claim']}: step {one['step']:,}, trajectories {trajectory_cells(one)[3]}, "
+            f"the quote stands {trajectory_cells(one)[4]}",
             [(one["model"], [[v["value"] for v in one["values"]]], one["quoted"], one["judged"])],
             ring="these bundles",
         )
