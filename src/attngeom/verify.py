@@ -49,12 +49,11 @@ def judge_evidence(
     return ev, tier or ev.tier, warnings, hashes
 
 
-def measured_trajectories(
-    ev: evidence.Evidence, models: dict, claims: list[dict], rows: list
-) -> tuple[dict, list[Path]]:
-    """The report's `trajectories` section (trajectories.section): every claim of a trajectory's statistic
-    beside the trajectories measured of the same training (expected/measured/, the author's telemetry
-    reruns, and the judged bundles when they are a rerun of it), and the files read for it."""
+def measured_trajectories(ev: evidence.Evidence, models: dict) -> tuple[list, list[str], list[Path]]:
+    """The trajectories measured of the published runs' training (expected/measured/, the author's
+    telemetry reruns, and the judged bundles when they are a rerun of it), where they were read (as the
+    report names them), and the files read: what the report's `trajectories` section (trajectories.section)
+    sets each trajectory statistic beside."""
     measured, files = trajectories.read_measured()
     names = fetch.TELEMETRY_BUNDLES
     author, author_files = trajectories.telemetry_reruns(fetch.fetch_bundles(names), names)
@@ -65,7 +64,7 @@ def measured_trajectories(
     )
     sources = [shown(p.relative_to(REPO) if p.is_relative_to(REPO) else p) for p in files]
     sources += [f"the author's telemetry reruns ({', '.join(names)})"] + ["this run"] * bool(own)
-    return trajectories.section(claims, rows, [*measured, *author, *own], sources), [*files, *author_files]
+    return [*measured, *author, *own], sources, [*files, *author_files]
 
 
 def run_verify(
@@ -91,15 +90,19 @@ def run_verify(
     claims = expected.load_claims()  # parsed once, for the robustness pass and the judgement
     plain = {name: statistics.Measures.of(m) for name, m in models.items()}
     with blocks.one_blas_thread():
-        # the mathematics needs no bundle: it runs beside the windows pass
-        (robust, robust_inputs), mathematics = blocks.each(
-            lambda work: work(), [lambda: robustness.measure(listing, models, plain, claims), mathematics_results]
+        # the mathematics needs no bundle: it runs beside the windows pass and the measured trajectories
+        (robust, robust_inputs), mathematics, (measured, sources, spread_inputs) = blocks.each(
+            lambda work: work(),
+            [
+                lambda: robustness.measure(listing, models, plain, claims),
+                mathematics_results,
+                lambda: measured_trajectories(ev, models),
+            ],
         )
         results = {**compute_results(models, companion_runs, plain, mathematics), "robustness": robust}
     reached = judge.steps_reached(ev.scope, ev.stopped_after)  # rerun.json's steps, read once
     rows = judge.judge_all(results, tier, ev.scope, claims, reached)
     warnings += judge.separation_notes(reached)
-    spread, spread_inputs = measured_trajectories(ev, models, claims, rows)
     unhashed = [p for p in dict.fromkeys([*robust_inputs, companion_runs, *spread_inputs]) if p not in hashes]
     inputs = {**hashes, **dict(zip(unhashed, blocks.each(sha256_file, unhashed)))}
     doc = Report(
@@ -112,7 +115,7 @@ def run_verify(
         preflight=ev.preflight,
         bundles=shown(root),
         claims=rows,
-        trajectories=spread,
+        trajectories=trajectories.section(claims, rows, measured, sources),
         provenance=report.provenance(inputs, expected.sha256_of()),
     )
     report_set.write_verified(Path(out), doc, results)
