@@ -36,10 +36,11 @@ def test_a_trajectory_gives_each_statistic_at_its_checkpoint_only():
     assert stopped.values_at(0)["distinct_winners_first"] == 30.0
     assert stopped.values_at(1200) == {"distinct_winners_last": 48.0, "mean_norm_entropy_final": 0.76}
     assert stopped.values_at(12000) == {}  # stopped before the end: nothing of the final model
-    full = _full("f", "yat_b", **{"scale_changed@0.5": 0.13, "distinct_winners_first": 31.0})
+    full = _full("f", "yat_b", **{"scale_changed@0.5": 0.13, "distinct_winners_first": 31.0, "retired_statistic": 1.0})
     at_end = full.values_at(12000)
     assert at_end["distinct_winners_last"] == 53.0 and at_end["scale_changed@0.5"] == 0.13
     assert "distinct_winners_first" not in at_end and full.values_at(0)["distinct_winners_first"] == 31.0
+    assert "retired_statistic" not in at_end  # an older summary's statistic that no claim quotes
 
 
 def test_a_statistic_gives_its_trajectories_spread_and_where_the_quote_stands():

@@ -69,8 +69,10 @@ class Trajectory:
             labels = dict(zip(checkpoint_labels(sorted(map(int, by_key)), self.steps), sorted(map(int, by_key))))
             if step in labels and (s.checkpoint == "last" or step == CHECKPOINT_STEP["first"]):
                 out[key] = by_key[str(labels[step])]
-        for key, v in self.recorded.get("final", {}).items():
-            if step == (CHECKPOINT_STEP["first"] if TABLE[key].checkpoint == "first" else self.steps):
+        for key, v in self.recorded.get(
+            "final", {}
+        ).items():  # a statistic the table no longer has is quoted by no claim
+            if key in TABLE and step == (CHECKPOINT_STEP["first"] if TABLE[key].checkpoint == "first" else self.steps):
                 out[key] = v
         return out
 
