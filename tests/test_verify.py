@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from bundle_tools import GOAT, QK, add_windows, copy_published, edit_run, npz_array, rewrite_npz, stop_after
 
-from attngeom import bundles, expected, fetch, judge, results, trajectories
+from attngeom import bundles, expected, fetch, judge, results, schema, trajectories
 from attngeom.variants import PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
@@ -110,6 +110,10 @@ def test_report_files(published_run):
         len(v) == 64 for v in prov["inputs"].values()
     )
     assert {p for p in prov["inputs"] if p.endswith("-step1200.json")} == {str(p) for p in summaries}
+    spread = schema.read_json(out / "report.json", schema.REPORT_JSON)["trajectories"]  # its section checked
+    assert {cid for cid, one in spread["claims"].items() if one["kind"] == "statistic"} == {
+        c["id"] for c in report["claims"] if c["kind"] == "statistic"
+    }
     assert set(prov["expected_sha256"]) >= {"claims.json", "rerun.json"}
     assert {"numpy", "scipy", "python"} <= set(prov["versions"])
 
