@@ -268,3 +268,39 @@ def test_a_stopped_run_is_drawn_beside_its_ensemble(browser, page, tmp_path):
         assert _errors(browser) == []
     finally:
         browser.get(page[0].resolve().as_uri())
+
+
+def test_every_trajectory_statistic_is_shown_beside_the_measured_trajectories(browser, page):
+    """The published page's section beside every measured trajectory: a row per statistic claim, a strip
+    with a dot per trajectory wherever one is measured at the claim's step, none said so, and each
+    comparison on the pairings of the trajectories."""
+    from selenium.webdriver.common.by import By
+
+    section = page[1]["trajectories"]["claims"]
+    statistics = {cid: one for cid, one in section.items() if one["kind"] == "statistic"}
+    rows = browser.find_elements(By.CSS_SELECTOR, "#trajectory-table tbody tr")
+    assert [r.get_attribute("data-claim") for r in rows] == list(statistics)
+    for row in rows:
+        one = statistics[row.get_attribute("data-claim")]
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[4].startswith("none: " if "spread" not in one else f"{len(one['values'])}: "), cells
+    measured = [cid for cid, one in statistics.items() if "spread" in one]
+    assert measured and len(measured) < len(statistics)  # the quality gap is no statistic of the maps
+    assert (
+        "none: not a statistic of a model's maps"
+        in browser.find_element(By.CSS_SELECTOR, "#trajectory-table tr[data-claim='quality.within_percent']").text
+    )
+    for cid in measured:
+        figure = browser.find_element(By.CSS_SELECTOR, f"#trajectories ~ div figure.trajectory[data-claim='{cid}']")
+        dots = figure.find_elements(By.CSS_SELECTOR, "svg circle[fill='#1565c0']")
+        assert len(dots) == len(statistics[cid]["values"]) and figure.find_element(
+            By.CSS_SELECTOR, "svg line[stroke='#c62828']"
+        )
+        assert browser.execute_script(
+            "const r = arguments[0].getBoundingClientRect(); return r.width > 100 && r.right <= window.innerWidth",
+            figure,
+        )
+    inversion = browser.find_element(By.CSS_SELECTOR, "#trajectory-comparisons li[data-claim='inversion']").text
+    at1200 = next(r for r in section["inversion"]["steps"] if r["step"] == 1200)
+    assert at1200["held"] == at1200["pairings"] > 0, "the sharper-rowed softmax crowns more winners on every pairing"
+    assert f"At step 1,200: holds on every one of {at1200['pairings']} pairings" in inversion

@@ -279,3 +279,23 @@ def test_a_zip_bomb_is_refused_without_large_memory(copy):
             f.write(block)
     assert geom.stat().st_size < 16 << 20
     assert _peak_memory_refusing(copy, "declares .* bytes uncompressed") < 32 << 20
+
+
+def test_a_telemetry_only_bundle_loads_its_maps_and_a_bad_map_is_one_clear_error(tmp_path):
+    """The author's telemetry reruns hold maps and a run JSON, no q or k: their maps load under the same
+    laws as a bundle's, and q and k have head dimension 0."""
+    import shutil
+
+    from attngeom import fetch
+
+    folder = tmp_path / "telem"
+    shutil.copytree(fetch.fetch_bundles(fetch.TELEMETRY_BUNDLES) / "kgl_blog-yatattn-b-telem", folder)
+    model = bundles.load_telemetry(folder, "yat_b")
+    assert sorted(model.maps) == [0, 1200, 6000, 11999] and model.q_LHTD.shape == (6, 4, 128, 0)
+    assert model.attn_LHTT is model.maps[11999] and model.cfg["STEPS"] == 12000
+    path = folder / "attn_yat_b_s0.npz"
+    bad = npz_array(path, "step1200").copy()
+    bad[0, 0, 5, :3] = np.float16(0.9)  # a row past its sum: no kernel map
+    rewrite_npz(path, step1200=bad)
+    with pytest.raises(InputError, match="attn_yat_b_s0.npz.*step1200"):
+        bundles.load_telemetry(folder, "yat_b")

@@ -198,3 +198,21 @@ def test_evidence_warnings_and_a_failed_preflight_in_red(tmp_path: Path):
     assert re.search(r'id="preflight" class="preflight FAIL">Fidelity preflight: <span class="badge FAIL">FAIL', page)
     doc["preflight"]["verdict"] = "PASS"
     assert 'class="preflight PASS"' in html_report.render(tmp_path, doc, RESULTS, [])
+
+
+def test_each_trajectory_statistic_has_a_row_and_a_strip_where_one_is_measured(tmp_path: Path):
+    from test_report import trajectory_report
+
+    doc = trajectory_report()
+    page = html_report.render(tmp_path, doc, RESULTS, [])
+    section = page[page.index('<h2 id="trajectories">') : page.index("</ul>", page.index('<h2 id="trajectories">'))]
+    rows = re.findall(r'<tr data-claim="([^"]+)">', section)
+    assert rows == ["scale.yat_b.0.5x", "occupancy.yat_b.final"]
+    strips = re.findall(r'<figure class="trajectory" data-claim="([^"]+)">(.*?)</figure>', section)
+    assert [cid for cid, _ in strips] == ["occupancy.yat_b.final"], "no strip where none is measured"
+    svg = strips[0][1]
+    assert svg.count('fill="#1565c0"') == 2 and svg.count('stroke="#c62828"') == 1 and "these bundles: 53.96" in svg
+    assert "none: no trajectory of yat_b measured at step 12,000" in section
+    assert re.search(
+        r'<li data-claim="inversion"><code>inversion</code>: at step 12,000 \(quoted\).*fails on 1 of 2', section
+    )

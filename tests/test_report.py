@@ -2,11 +2,13 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from attngeom import report
+from attngeom.errors import InputError
 
 
 def _row(cid: str, verdict: str, reason: str = "why") -> dict:
@@ -177,3 +179,63 @@ def test_md_text_renders_as_the_literal_value(value: str):
 def test_md_code_round_trips(value: str):
     assert _rendered(f"A {report.md_code(value)} Z") == ("A  Z", [_as_rendered(value)])
     assert _rendered(f"| h |\n| --- |\n| A {report.md_code(value, cell=True)} Z |") == ("A  Z", [_as_rendered(value)])
+
+
+def trajectory_report() -> dict:
+    """A report whose trajectories section holds a statistic measured on two trajectories, one measured on
+    none, and a comparison that one trajectory breaks at step 1200."""
+    from attngeom import expected, trajectories
+    from attngeom.trajectories import Trajectory
+
+    claims = [
+        e for e in expected.load_claims() if e["id"] in ("occupancy.yat_b.final", "scale.yat_b.0.5x", "inversion")
+    ]
+
+    def run(name: str, variant: str, winners: float, entropy: float, end: float) -> Trajectory:
+        steps = {"distinct_winners": {"0": 30.0, "1200": winners, "11999": end}, "mean_norm_entropy": {"1200": entropy}}
+        return Trajectory(name, variant, 12000, steps)
+
+    runs = [
+        run("s", "softmax", 65.2, 0.557, 72.0),
+        run("y0", "yat_b", 47.5, 0.76, 53.0),
+        run("y1", "yat_b", 66.0, 0.75, 54.2),
+    ]
+    rows = [
+        {**_row(e["id"], "PASS"), "claim": e["claim"], "measured_value": e["kind"] == "comparison" or 53.9583}
+        for e in claims
+    ]
+    doc = _doc(rows)
+    doc["trajectories"] = trajectories.section(claims, rows, runs, ["expected/measured/x.json"])
+    return doc
+
+
+def test_markdown_shows_each_statistic_beside_the_trajectories_and_each_comparison_on_their_pairings():
+    md = report.markdown(trajectory_report(), {"models": {}})
+    section = md[md.index("## Beside every measured trajectory") :]
+    assert "3 trajectories from expected/measured/x.json" in section
+    final = next(line for line in section.splitlines() if "`occupancy.yat_b.final`" in line)
+    assert final.endswith(
+        "| 12,000 | 54 | 53.9583 | 2: 53 to 54.2 | inside their range (+0.5 sd from their mean) | 1 of 2 |"
+    )
+    scale = next(line for line in section.splitlines() if "`scale.yat_b.0.5x`" in line)
+    assert "none: no trajectory of yat\\_b measured at step 12,000 | - | - |" in scale
+    inversion = next(line for line in section.splitlines() if line.startswith("- `inversion`"))
+    assert (
+        "at step 12,000 (quoted): no pairing of trajectories measured (trajectories there: softmax 1, yat\\_b 2)"
+        in (inversion)
+    ), "the end has no entropy: no pairing"
+    assert "At step 1,200: fails on 1 of 2 pairings" in inversion and "distinct winners 47.5 to 66" in inversion
+    rows = [[t for t in row if t.type in ("th_open", "td_open")] for row in _rows(RENDER.parse(section))]
+    assert {len(r) for r in rows} == {7}, "one cell per column in every row"
+
+
+def test_the_report_json_written_is_valid_against_its_schema_with_its_trajectories(tmp_path: Path):
+    from attngeom import schema
+
+    doc = trajectory_report()
+    report.write_report(tmp_path, doc, {"models": {}})
+    assert schema.read_json(tmp_path / "report.json", schema.REPORT_JSON)["trajectories"] == doc["trajectories"]
+    doc["trajectories"]["claims"]["inversion"]["steps"][0]["measured"]["softmax"] = 0.5
+    report.write_report(tmp_path, doc, {"models": {}})
+    with pytest.raises(InputError, match=r"trajectories\.claims\.inversion\.steps\[0\]\.measured\.softmax"):
+        schema.read_json(tmp_path / "report.json", schema.REPORT_JSON)

@@ -168,3 +168,20 @@ def test_one_hot_rows_give_one_and_vanishing_kernel_rows_an_even_share_and_entro
     even = np.mean(1 / (np.arange(first, N) + (0 if strict else 1)))
     assert stats.winner_share(zero, strict)[0, 0] == pytest.approx(even)
     assert stats.norm_entropy(zero, strict)[0, 0] == 1.0  # no distribution: counted as an even row
+
+
+def test_a_statistic_with_a_per_step_twin_equals_it_at_its_checkpoint(judged):
+    """A trajectory's statistics at a step (trajectories.py) are read from its per-step statistics: a table
+    statistic naming a twin equals it at its own checkpoint (the first or the last), and at no other."""
+    model, _ = judged
+    even = laws.available_TT(T, model.strict) / laws.available_TT(T, model.strict).sum(-1, keepdims=True).clip(1)
+    first = np.broadcast_to(np.nan_to_num(even), model.maps[0].shape).astype(np.float16)
+    model = replace(model, maps={0: first, 9: model.maps[9]})  # step 0's map differs from the last one
+    recorded = statistics.by_step(model, final=True)
+    twins = {key: s for key, s in statistics.TABLE.items() if s.per_step is not None}
+    assert set(twins) == {"distinct_winners_first", "distinct_winners_last", "mean_norm_entropy_final"}
+    for key, s in twins.items():
+        at, other = ("0", "9") if s.checkpoint == "first" else ("9", "0")
+        per_step = recorded[s.per_step]
+        assert recorded["final"][key] == pytest.approx(per_step[at], abs=1e-4), key
+        assert recorded["final"][key] != pytest.approx(per_step[other], abs=1e-3), key

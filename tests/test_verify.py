@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from bundle_tools import GOAT, QK, add_windows, copy_published, edit_run, npz_array, rewrite_npz, stop_after
 
-from attngeom import bundles, expected, fetch, judge, results
+from attngeom import bundles, expected, fetch, judge, results, schema, trajectories
 from attngeom.variants import PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,10 +102,18 @@ def test_report_files(published_run):
     for claim in report["claims"]:
         assert f"`{claim['id']}`" in md
     prov = report["provenance"]
-    # each model's attn and geom, each bundle's run JSON, the companion's runs
-    assert len(prov["inputs"]) == 2 * len(PUBLISHED) + len(fetch.PUBLISHED_BUNDLES) + 1 and all(
+    # each model's attn and geom, each bundle's run JSON, the companion's runs; beside the measured trajectories,
+    # the summary files of expected/measured/ and each telemetry rerun's attn and run JSON
+    summaries = trajectories.read_measured()[1]
+    judged = 2 * len(PUBLISHED) + len(fetch.PUBLISHED_BUNDLES) + 1
+    assert len(prov["inputs"]) == judged + len(summaries) + 2 * len(fetch.TELEMETRY_BUNDLES) and all(
         len(v) == 64 for v in prov["inputs"].values()
     )
+    assert {p for p in prov["inputs"] if p.endswith("-step1200.json")} == {str(p) for p in summaries}
+    spread = schema.read_json(out / "report.json", schema.REPORT_JSON)["trajectories"]  # its section checked
+    assert {cid for cid, one in spread["claims"].items() if one["kind"] == "statistic"} == {
+        c["id"] for c in report["claims"] if c["kind"] == "statistic"
+    }
     assert set(prov["expected_sha256"]) >= {"claims.json", "rerun.json"}
     assert {"numpy", "scipy", "python"} <= set(prov["versions"])
 
@@ -258,6 +266,12 @@ def test_a_stopped_run_is_judged_at_the_steps_it_reached_and_never_passes_the_re
     for cid in final:
         assert rows[cid]["verdict"] == "SKIP" and rows[cid]["tolerance_reason"].startswith("needs the final model"), cid
     assert rows["occupancy.yat_b.step0"]["verdict"] == "PASS" and rows["setup.steps"]["verdict"] == "PASS"
+    spread = report["trajectories"]  # the run is one more trajectory beside those measured
+    assert spread["sources"][-1] == "this run" and "this run" in spread["trajectories"]
+    at1200 = next(r for r in spread["claims"]["inversion"]["steps"] if r["step"] == 1200)
+    assert at1200["held"] == at1200["pairings"] == at1200["measured"]["softmax"] * at1200["measured"]["yat_b"]
+    kept = [t for t in trajectories.read_measured()[0] if t.variant == "softmax" and t.values_at(1200)]
+    assert at1200["measured"]["softmax"] == len(kept) + 1  # the files' trajectories and this run (no telemetry rerun)
 
 
 def test_a_stopped_run_that_drifts_out_of_the_band_fails(published_root, tmp_path):
@@ -269,6 +283,10 @@ def test_a_stopped_run_that_drifts_out_of_the_band_fails(published_root, tmp_pat
     assert (
         proc.returncode == 1 and rows["step1200.softmax.entropy"] == "FAIL" and rows["step1200.yat_b.entropy"] == "PASS"
     )
+    inversion = json.loads((tmp_path / "out" / "report.json").read_text())["trajectories"]["claims"]["inversion"]
+    at1200 = next(r for r in inversion["steps"] if r["step"] == 1200)  # this run's even softmax rows break it
+    assert at1200["held"] == at1200["pairings"] - at1200["measured"]["yat_b"] > 0
+    assert "At step 1,200: fails on" in (tmp_path / "out" / "REPORT.md").read_text()
 
 
 def test_an_explicit_tier_is_kept_and_the_mismatch_reported(published_root, tmp_path):

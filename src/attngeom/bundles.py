@@ -103,6 +103,42 @@ def _check_steps(path: Path, maps: dict[int, np.ndarray], steps: int | None) -> 
         raise InputError(f"{path}: 'step{max(maps)}' lies beyond the schedule's last step, {last}")
 
 
+def _read_maps(
+    folder: Path, variant: str, seed: int, shape: tuple[int, int, int] | None
+) -> tuple[np.ndarray, dict[int, np.ndarray], dict, dict]:
+    """A model's attn file and run record, validated: tokens, maps by step, the run JSON and the model's
+    record in it. `shape`: (L, H, T) from its geom file, or None to take it from the first map."""
+    attn_path, json_path = attn_file(folder, variant, seed), Path(folder) / RUN_JSON
+    attn = arrays.load_npz(attn_path)
+    arrays.require_keys(attn_path, attn, ("tokens",))
+    maps = {}
+    for key, arr in attn.items():
+        if (m := _STEP_KEY.match(key)) is not None:
+            if shape is None:
+                arrays.check_array(attn_path, key, arr, (None, None, None, None), "f16")
+                shape = arr.shape[:3]
+            L, H, T = shape
+            arrays.check_array(attn_path, key, arr, (L, H, T, T), "f16")
+            arrays.check_attention(attn_path, key, arr, strict_mask(variant), kernel_law(variant))
+            maps[int(m.group(1))] = arr
+    if not maps:  # step 0's maps are taken before training: even a run stopped after one step has them
+        raise InputError(f"{attn_path}: expected attention maps under step<N> keys, found none")
+    arrays.check_array(attn_path, "tokens", attn["tokens"], (shape[2],), "int")
+    data = read_run_json(json_path)
+    _check_steps(attn_path, maps, data["cfg"].get("STEPS"))
+    return attn["tokens"], dict(sorted(maps.items())), data, _find_run(json_path, data, variant, seed)
+
+
+def load_telemetry(folder: Path, variant: str, seed: int = 0) -> BundleModel:
+    """A telemetry-only bundle (the author's reruns: maps and run JSON, no q or k exported). Its q and k
+    have head dimension 0: only the statistics of its maps at each step apply (`statistics.by_step`)."""
+    tokens, maps, data, run = _read_maps(Path(folder), variant, seed, None)
+    L, H, T, _ = maps[max(maps)].shape
+    empty = np.zeros((L, H, T, 0), dtype=np.float16)
+    files = {"attn": attn_file(folder, variant, seed), "json": Path(folder) / RUN_JSON}
+    return BundleModel(variant, seed, tokens, maps, empty, empty, maps[max(maps)], run, data["cfg"], files)
+
+
 def load_model(folder: Path, variant: str, seed: int = 0) -> BundleModel:
     """Load and validate one model from a bundle folder."""
     folder = Path(folder)
@@ -125,23 +161,9 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> BundleModel:
     arrays.check_int_range(geom_path, "tokens", geom["tokens"], 0, 2**31 - 1)  # indices into a vocabulary
     arrays.check_attention(geom_path, "attn", geom["attn"], strict_mask(variant), kernel_law(variant))
 
-    attn = arrays.load_npz(attn_path)
-    arrays.require_keys(attn_path, attn, ("tokens",))
-    arrays.check_array(attn_path, "tokens", attn["tokens"], (T,), "int")
-    maps = {}
-    for key, arr in attn.items():
-        if (m := _STEP_KEY.match(key)) is not None:
-            arrays.check_array(attn_path, key, arr, (L, H, T, T), "f16")
-            arrays.check_attention(attn_path, key, arr, strict_mask(variant), kernel_law(variant))
-            maps[int(m.group(1))] = arr
-    if not maps:  # step 0's maps are taken before training: even a run stopped after one step has them
-        raise InputError(f"{attn_path}: expected attention maps under step<N> keys, found none")
-    if not np.array_equal(attn["tokens"], geom["tokens"]):
+    tokens, maps, data, run = _read_maps(folder, variant, seed, (L, H, T))
+    if not np.array_equal(tokens, geom["tokens"]):
         raise InputError(f"{attn_path}: 'tokens' differ from those in {geom_path.name}")
-
-    data = read_run_json(json_path)
-    _check_steps(attn_path, maps, data["cfg"].get("STEPS"))
-    run = _find_run(json_path, data, variant, seed)
     spec = find(variant)
     # A kernel variant has its scalars b, eps = softplus(raw) for each layer and head; the run JSON's
     # schema has checked each number (finite, >= 0: schema.SOFTPLUS_GRID), here their presence and shape.
@@ -157,7 +179,7 @@ def load_model(folder: Path, variant: str, seed: int = 0) -> BundleModel:
         variant=variant,
         seed=seed,
         tokens_T=geom["tokens"],
-        maps=dict(sorted(maps.items())),
+        maps=maps,
         q_LHTD=geom["q"],
         k_LHTD=geom["k"],
         attn_LHTT=geom["attn"],

@@ -324,3 +324,28 @@ def kinds_table() -> str:
         ids = [f"`{c['id']}`" for c in claims if c["kind"] == kind]
         rows.append(f"| {kind} | {meaning} | {len(ids)}: {', '.join(ids)} |")
     return "\n".join(rows)
+
+
+def trajectory_spread() -> str:
+    """The published bundles' trajectory statistics beside every measured trajectory at their step
+    (report.json's `trajectories`, in REPORT.md's words): those measured, those not, and each comparison."""
+    from attngeom.report import comparison_text, trajectory_cells
+
+    section = published_report()["trajectories"]
+    lines, unmeasured = [], []
+    for cid, one in section["claims"].items():
+        if one["kind"] == "comparison":
+            lines.append(f"- `{cid}`: {comparison_text(one)}")
+        elif "spread" in one:
+            step, quoted, _, values, stands, within = trajectory_cells(one)
+            lines.append(
+                f"- `{cid}` (quoted {quoted}, step {step}): trajectories {values}; the quote stands {stands}; "
+                f"{within} within the quote's tolerance"
+            )
+        else:
+            unmeasured.append(f"`{cid}`")
+    head = (
+        f"{len(section['trajectories'])} measured trajectories of the same training "
+        f"({', '.join(section['sources'])}); no trajectory measured at its step: {', '.join(unmeasured)}."
+    )
+    return "\n".join([head, "", *lines])

@@ -71,6 +71,7 @@ class Report(TypedDict):
     preflight: dict | None
     bundles: str
     claims: list[ClaimRow]
+    trajectories: NotRequired[dict]  # each trajectory statistic and comparison beside the measured trajectories
     provenance: Provenance
 
 

@@ -28,6 +28,10 @@ PUBLISHED_SHA256 = frozenset(
 )
 
 
+SAME_TRAINING = ("paper rerun", "truncated paper run")
+"""The kinds of evidence that are another trajectory of the published runs' training (trajectories.py)."""
+
+
 @dataclass(frozen=True)
 class Evidence:
     """What the bundles are and how they are judged."""

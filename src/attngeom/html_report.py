@@ -14,7 +14,7 @@ from pathlib import Path
 
 from attngeom.documents import Report, Results
 from attngeom.files import write_atomic
-from attngeom.report import source_note, statistics_rows
+from attngeom.report import comparison_text, source_note, statistics_rows, trajectory_cells
 
 ASSETS = Path(__file__).with_name("assets")
 INDEX = "index.html"
@@ -144,10 +144,11 @@ def _rerun(report: dict) -> str:
 
 
 def _strip_svg(
-    rows: list[tuple[str, list[list[float]], float | None, float]], ring: str = "seed 0, fixed window"
+    rows: list[tuple[str, list[list[float]], float | None, float | None]], ring: str = "seed 0, fixed window"
 ) -> str:
     """One small inline SVG: per model a row of dots (one per window, a line per seed; or one per
-    ensemble member), the published value as a red bar and the judged value (`ring`) as a ring."""
+    ensemble member or trajectory), the published value as a red bar and the judged value (`ring`) as a
+    ring (none for a claim not judged)."""
     values = [x for _, seeds, pub, fixed in rows for x in [*(v for s in seeds for v in s), fixed, pub] if x is not None]
     lo, hi = min(values), max(values)
     pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
@@ -168,9 +169,10 @@ def _strip_svg(
                 f'<circle cx="{x(v):.1f}" cy="{y + dy:.1f}" r="2.5" fill="#1565c0" fill-opacity="0.55"/>'
                 for v in seed_values
             ]
-        parts.append(
-            f'<circle cx="{x(fixed):.1f}" cy="{y}" r="5" fill="none" stroke="#111"><title>{_e(ring)}: {fixed:.4g}</title></circle>'
-        )
+        if fixed is not None:
+            parts.append(
+                f'<circle cx="{x(fixed):.1f}" cy="{y}" r="5" fill="none" stroke="#111"><title>{_e(ring)}: {fixed:.4g}</title></circle>'
+            )
         if pub is not None:
             parts.append(
                 f'<line x1="{x(pub):.1f}" x2="{x(pub):.1f}" y1="{y - 9}" y2="{y + 9}" stroke="#c62828" stroke-width="2">'
@@ -182,27 +184,25 @@ def _strip_svg(
     return f'<svg class="dist" width="{width}" height="{height + 6}" viewBox="0 0 {width} {height + 6}">{"".join(parts)}</svg>'
 
 
+def _strip_figure(kind: str, data: str, caption: str, rows: list[tuple], ring: str = "seed 0, fixed window") -> str:
+    """One strip (`_strip_svg` of `rows`) as a figure of class `kind`, `data` its data attribute, with its caption."""
+    return f'<figure class="{kind}" {data}><figcaption>{_e(caption)}</figcaption>{_strip_svg(rows, ring)}</figure>'
+
+
 def _ensemble(report: dict) -> str:
     """A stopped run's statistics beside the measured ensemble of trajectories their bands derive from."""
     rows = [c for c in report["claims"] if "ensemble" in c and c.get("measured_value") is not None]
     if not rows:
         return ""
     plots = "".join(
-        f'<figure class="ensemble" data-claim="{_e(c["id"])}"><figcaption>{_e(c["claim"])}: this run '
-        f"{_e(c['measured'])}, {len(c['ensemble']['members'])} members {c['ensemble']['min']:.4g} to "
-        f"{c['ensemble']['max']:.4g}</figcaption>"
-        + _strip_svg(
-            [
-                (
-                    c["id"].split(".")[1],
-                    [c["ensemble"]["members"]],
-                    c["ensemble"]["published"],
-                    c["measured_value"],
-                )
-            ],
+        _strip_figure(
+            "ensemble",
+            f'data-claim="{_e(c["id"])}"',
+            f"{c['claim']}: this run {c['measured']}, {len(c['ensemble']['members'])} members "
+            f"{c['ensemble']['min']:.4g} to {c['ensemble']['max']:.4g}",
+            [(c["id"].split(".")[1], [c["ensemble"]["members"]], c["ensemble"]["published"], c["measured_value"])],
             ring="this run",
         )
-        + "</figure>"
         for c in rows
     )
     source = rows[0]["ensemble"]["source"]
@@ -211,6 +211,52 @@ def _ensemble(report: dict) -> str:
         "step it reached, beside an ensemble of trajectories of the same training measured on one CPU (blue dots, one "
         f"per member; <code>{_e(source)}</code>), the published value (red bar) and this run (ring). The band the "
         f'statistic is judged with covers the published value and every member.</p><div class="robust-plots">{plots}</div>'
+    )
+
+
+def _trajectories(report: dict) -> str:
+    """Each trajectory statistic beside every measured trajectory at its step (a strip where one is
+    measured, as REPORT.md's table says), and each comparison on every pairing of them."""
+    section = report.get("trajectories")
+    if not section:
+        return ""
+    claims = {c["id"]: c for c in report["claims"]}
+    stats = {cid: one for cid, one in section["claims"].items() if one["kind"] == "statistic"}
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("claim", "step", "quoted", "these bundles", "trajectories", "the quote stands", "within the quote")
+    )
+    body = "".join(
+        f'<tr data-claim="{_e(cid)}"><td><a href="#claim-{_e(cid)}"><code>{_e(cid)}</code></a></td>'
+        + "".join(f'<td class="num">{_e(c)}</td>' for c in trajectory_cells(one))
+        + "</tr>"
+        for cid, one in stats.items()
+    )
+    plots = "".join(
+        _strip_figure(
+            "trajectory",
+            f'data-claim="{_e(cid)}"',
+            f"{claims[cid]['claim']}: step {one['step']:,}, trajectories {trajectory_cells(one)[3]}, "
+            f"the quote stands {trajectory_cells(one)[4]}",
+            [(one["model"], [[v["value"] for v in one["values"]]], one["quoted"], one["judged"])],
+            ring="these bundles",
+        )
+        for cid, one in stats.items()
+        if "spread" in one
+    )
+    comparisons = "".join(
+        f'<li data-claim="{_e(cid)}"><code>{_e(cid)}</code>: {_e(comparison_text(one))}</li>'
+        for cid, one in section["claims"].items()
+        if one["kind"] == "comparison"
+    )
+    return (
+        '<h2 id="trajectories">Beside every measured trajectory</h2><p>Each quoted statistic of one trajectory on '
+        f"every trajectory of the same training measured at its step ({len(section['trajectories'])} trajectories "
+        f"from {_e(', '.join(section['sources']))}): blue dots, one per trajectory; the quoted value (red bar) and "
+        "these bundles' judged value (ring). The verdicts judge the author's numbers; this shows how far they move "
+        f'from one trajectory to another.</p><table id="trajectory-table"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{body}</tbody></table><div class="robust-plots">{plots}</div>'
+        f'<ul id="trajectory-comparisons">{comparisons}</ul>'
     )
 
 
@@ -239,9 +285,7 @@ def _robustness(results: dict) -> str:
             if (st := m["statistics"].get(key))
         ]
         label = next(m["statistics"][key]["label"] for m in robust.values() if key in m["statistics"])
-        plots.append(
-            f'<figure class="robust" data-stat="{_e(key)}"><figcaption>{_e(label)}</figcaption>{_strip_svg(rows)}</figure>'
-        )
+        plots.append(_strip_figure("robust", f'data-stat="{_e(key)}"', label, rows))
     return (
         f"{head}<p>Seed 0's fixed window is the value judged above. Here each statistic on every window (blue dots, "
         "one line per seed) beside the published value (red bar) and seed 0's fixed window (ring). Theorem counts "
@@ -353,13 +397,14 @@ def render(out_dir: Path, report: Report, results: Results, figures: list[dict])
 <h1>The Geometry of Attention Is a Choice of Kernel: verification report</h1>
 {_verdict(report)}
 <p>Models judged: {n_models}. Sections: <a href="#claims-h">claims</a> &middot;
-<a href="#statistics">statistics</a> &middot; <a href="#figures">figures</a>
+<a href="#statistics">statistics</a> &middot; <a href="#trajectories">trajectories</a> &middot; <a href="#figures">figures</a>
 &middot; <a href="#live">live territory map</a> &middot; <a href="#provenance">provenance</a></p>
 <h2 id="claims-h">Claims</h2>
 {_claims(report)}
 {_statistics(results)}
 {_rerun(report)}
 {_ensemble(report)}
+{_trajectories(report)}
 {_robustness(results)}
 {_figures(Path(out_dir), figures)}
 {_territory()}

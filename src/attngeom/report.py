@@ -13,6 +13,7 @@ from pathlib import Path
 from attngeom import fetch
 from attngeom.documents import Provenance, Report, Results
 from attngeom.files import git_commit, machine, shown, versions, write_atomic, write_json_atomic
+from attngeom.judge import fmt
 from attngeom.statistics import TABLE, checkpoint_labels
 
 
@@ -238,6 +239,81 @@ def ensemble_lines(claims: list[dict]) -> list[str]:
     return lines
 
 
+def _stands(s: dict) -> str:
+    """Where a quoted value stands among the trajectories' values (`ensemble.spread`)."""
+    if s["published_inside"]:
+        z = s["published_in_std"]
+        return "inside their range" + ("" if z is None else f" ({z:+.1f} sd from their mean)")
+    return "above every one" if s["published"] > s["max"] else "below every one"
+
+
+def trajectory_cells(one: dict) -> list[str]:
+    """A statistic claim beside the measured trajectories (trajectories.statistic_spread), as the cells the
+    report shows: step, quoted, these bundles, the trajectories, where the quote stands, within the quote."""
+    step = "-" if one["step"] is None else f"{one['step']:,}"
+    head = [step, fmt(one["quoted"]), "-" if one["judged"] is None else fmt(one["judged"])]
+    if "spread" not in one:
+        return [*head, f"none: {one['none']}", "-", "-"]
+    s, n = one["spread"], len(one["values"])
+    values = fmt(s["min"]) if s["min"] == s["max"] else f"{fmt(s['min'])} to {fmt(s['max'])}"
+    return [*head, f"{n}: {values}", _stands(s), f"{one['within_quote']} of {n}"]
+
+
+def comparison_text(one: dict) -> str:
+    """A comparison beside the measured trajectories (trajectories.comparison_spread), in one sentence per step."""
+    parts = []
+    for row in one["steps"]:
+        at = f"at step {row['step']:,}" + (" (quoted)" if row["step"] == one["step"] else "")
+        if not row["pairings"]:
+            counts = ", ".join(f"{m} {n}" for m, n in row["measured"].items())
+            parts.append(f"{at}: no pairing of trajectories measured (trajectories there: {counts})")
+            continue
+        ranges = "; ".join(
+            f"{m} ({row['measured'][m]}): "
+            + ", ".join(
+                f"{(TABLE[k].per_step or k).replace('_', ' ')} {fmt(r['min'])}"
+                + ("" if r["min"] == r["max"] else f" to {fmt(r['max'])}")
+                for k, r in by_key.items()
+            )
+            for m, by_key in row["ranges"].items()
+        )
+        verdict = (
+            "holds on every one" if row["held"] == row["pairings"] else f"fails on {row['pairings'] - row['held']}"
+        )
+        parts.append(f"{at}: {verdict} of {row['pairings']} pairings ({ranges})")
+    return ". ".join(parts[:1] + [p[0].upper() + p[1:] for p in parts[1:]]) + "."
+
+
+def trajectory_lines(report: Report) -> list[str]:
+    """The section beside every measured trajectory: each trajectory statistic's spread at its step, and
+    whether each comparison holds on every pairing of trajectories."""
+    section = report.get("trajectories")
+    if not section:
+        return []
+    claims = {c["id"]: c for c in report["claims"]}
+    lines = [
+        "Each quoted statistic of one trajectory, on every trajectory of the same training measured at its step, "
+        f"and each comparison on every pairing of them ({len(section['trajectories'])} trajectories from "
+        + ", ".join(map(md_text, section["sources"]))
+        + "). The verdicts above judge the author's numbers; this shows how far they move from one trajectory "
+        "to another.",
+        "",
+        "| claim | step | quoted | these bundles | trajectories: number, values | the quote stands | within the quote's tolerance |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for cid, one in section["claims"].items():
+        if one["kind"] == "statistic":
+            cells = " | ".join(map(md_text, trajectory_cells(one)))
+            lines.append(f"| {md_text(claims[cid]['claim'])} ({md_code(cid, cell=True)}) | {cells} |")
+    lines.append("")
+    lines += [
+        f"- {md_code(cid)}: {md_text(comparison_text(one))}"
+        for cid, one in section["claims"].items()
+        if one["kind"] == "comparison"
+    ]
+    return lines
+
+
 def markdown(report: Report, results: Results) -> str:
     """REPORT.md: the verdict, one table row per claim, then every model's statistics."""
     s = report["summary"]
@@ -270,6 +346,8 @@ def markdown(report: Report, results: Results) -> str:
         )
     if spread := ensemble_lines(report["claims"]):
         lines += ["", "## Beside the ensemble of trajectories", "", *spread]
+    if spread := trajectory_lines(report):
+        lines += ["", "## Beside every measured trajectory", "", *spread]
     if results["models"]:
         lines += ["", "## Statistics per model", "", *statistics_table(results)]
     if quality := quality_lines(results.get("quality", {})):

@@ -24,12 +24,12 @@ from attngeom.bundles import BundleModel
 
 
 def summary(values, ddof: int = 0) -> dict:
-    """n, mean, standard deviation (population; `ddof=1`: of a sample, 0 for one value), min and max."""
+    """n, mean, standard deviation (population; `ddof=1`: of a sample, 0 for one value or equal ones), min and max."""
     v = np.asarray(values, dtype=np.float64)
     return {
         "n": int(v.size),
-        "mean": float(v.mean()),
-        "std": float(v.std(ddof=ddof)) if v.size > ddof else 0.0,
+        "mean": float(np.clip(v.mean(), v.min(), v.max())),  # within the values, whatever the round-off
+        "std": float(v.std(ddof=ddof)) if v.size > ddof and v.min() < v.max() else 0.0,  # equal values: exactly 0
         "min": float(v.min()),
         "max": float(v.max()),
     }

@@ -351,6 +351,94 @@ MANIFEST_JSON = Record(
 )
 """A run folder's manifest.json: the facts the package acts on are checked, the rest is provenance."""
 
+
+def _spread(value: Spec, ids: bool = True) -> Record:
+    """`ensemble.spread` of members' values: with `ids`, the members it names (an ensemble's); the published
+    (or quoted) value beside them, when there is one."""
+    return Record(
+        {
+            **(
+                {"member_ids": Items(Number(0, MAX_MEMBERS - 1, integer=True), min_len=1, max_len=MAX_MEMBERS)}
+                if ids
+                else {}
+            ),
+            "members": Items(value, min_len=1, max_len=100_000 if not ids else MAX_MEMBERS),
+            **{k: value for k in ("mean", "min", "max", "published")},
+            "std": Number(0),
+            "published_inside": Flag(),
+            "published_in_std": Maybe(Number()),
+        },
+        required=(*(("member_ids",) if ids else ()), "members", "mean", "std", "min", "max"),
+        other=None,
+    )
+
+
+_COUNT = Number(0, integer=True)
+_SUMMARY = Record({"n": _COUNT, **{k: Number() for k in ("mean", "min", "max")}, "std": Number(0)}, other=None)
+TRAJECTORIES = Record(
+    {
+        "sources": Items(Text()),
+        "trajectories": Items(Text()),
+        "claims": Record(
+            other=Either(
+                (
+                    Record(
+                        {
+                            "kind": Text(16, "statistic"),
+                            "model": Maybe(Text(100)),
+                            "statistic": Maybe(Text(100)),
+                            "quoted": Number(),
+                            "judged": Maybe(Number()),
+                            "step": Maybe(_STEP),
+                            "values": Items(
+                                Record(
+                                    {"trajectory": Text(), "value": Number()},
+                                    required=("trajectory", "value"),
+                                    other=None,
+                                )
+                            ),
+                            "none": Text(),
+                            "spread": _spread(Number(), ids=False),
+                            "within_quote": _COUNT,
+                        },
+                        required=("kind", "quoted", "step", "values"),
+                        other=None,
+                    ),
+                    Record(
+                        {
+                            "kind": Text(16, "comparison"),
+                            "models": Items(Text(100), min_len=1),
+                            "quoted": Flag(),
+                            "judged": Maybe(Flag()),
+                            "step": _STEP,
+                            "steps": Items(
+                                Record(
+                                    {
+                                        "step": _STEP,
+                                        "pairings": _COUNT,
+                                        "held": _COUNT,
+                                        "measured": Record(other=_COUNT),
+                                        "ranges": Record(other=Record(other=_SUMMARY)),
+                                    },
+                                    required=("step", "pairings", "held", "measured"),
+                                    other=None,
+                                ),
+                                min_len=1,
+                            ),
+                        },
+                        required=("kind", "models", "quoted", "step", "steps"),
+                        other=None,
+                    ),
+                )
+            )
+        ),
+    },
+    required=("sources", "trajectories", "claims"),
+    other=None,
+)
+"""report.json's `trajectories` (trajectories.section): each trajectory statistic beside the measured
+trajectories at its step (their values and `ensemble.spread`), each comparison on their pairings."""
+
 REPORT_JSON = Record(
     {
         "summary": Record(
@@ -361,6 +449,7 @@ REPORT_JSON = Record(
         "claims": Items(
             Record({k: Text() for k in ("id", "verdict", "measured", "expected")}, required=("id", "verdict")),
         ),
+        "trajectories": TRAJECTORIES,
         "provenance": Record(
             {"inputs": Record(other=Text(64)), "machine": Text(), "git_commit": Maybe(Text(64))},
             required=("inputs",),
@@ -423,21 +512,6 @@ RUN_SUMMARY = Record(
     required=("preset", "steps", "statistics", "verdict"),
 )
 """One run of a summary file (`summary.summarise_run`): what it measured, beside the published run, and its verdicts."""
-
-
-def _spread(value: Spec) -> Record:
-    return Record(
-        {
-            "member_ids": Items(Number(0, MAX_MEMBERS - 1, integer=True), min_len=1, max_len=MAX_MEMBERS),
-            "members": Items(value, min_len=1, max_len=MAX_MEMBERS),
-            **{k: value for k in ("mean", "min", "max", "published")},
-            "std": Number(0),
-            "published_inside": Flag(),
-            "published_in_std": Maybe(Number()),
-        },
-        required=("member_ids", "members", "mean", "std", "min", "max"),
-        other=None,
-    )
 
 
 ENSEMBLE_JSON = Record(

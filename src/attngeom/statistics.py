@@ -139,6 +139,8 @@ class Statistic:
     out_of: Callable[[Measures], int] | None = None  # a theorem count: how many it counts over, per window
     read: Callable[[dict], float | int] | None = None  # where results.json's model entry has long held its value
     fmt: str = ".4f"  # how the report shows a statistic results.json holds under its own name
+    checkpoint: str = "last"  # the telemetry checkpoint it is a statistic of: "first", or "last" (the final model)
+    per_step: str | None = None  # the per-step statistic (STEP_STATISTICS) it equals at its checkpoint
 
     def applies(self, model: BundleModel) -> bool:
         """Whether the model's bundles hold what the statistic needs."""
@@ -157,6 +159,8 @@ def _distinct_winners(step: str) -> Statistic:
         lambda m: m.occupancy(pick(m.steps)).mean((1, 2)) * m.window_size,
         ("distinct_winners", {"step": step}),
         read=lambda r: list(r["occupancy_by_step"].values())[0 if step == "first" else -1] * r["setup"]["window"],
+        checkpoint=step,
+        per_step="distinct_winners",
     )
 
 
@@ -193,6 +197,7 @@ TABLE: dict[str, Statistic] = {
         lambda m: m.entropy(m.steps[-1]).mean((1, 2)),
         ("mean_norm_entropy", {}),
         read=lambda r: r["mean_norm_entropy_final"],
+        per_step="mean_norm_entropy",
     ),
     "distinct_winners_first": _distinct_winners("first"),
     "distinct_winners_last": _distinct_winners("last"),
@@ -264,10 +269,11 @@ def fixed_window(measures: Measures) -> dict[str, float | int]:
 
 
 def value(results: dict, model: str, key: str) -> float | int:
-    """A statistic's fixed-window value of one model, read from results.json (what the claims judge)."""
+    """A statistic's fixed-window value of one model, read from results.json (what the claims judge); a
+    model entry holding it under its table name (a measured trajectory's, `trajectories`) is read so."""
     entry = results["models"][model]
     read = TABLE[key].read
-    return entry[key] if read is None else read(entry)
+    return entry[key] if read is None or key in entry else read(entry)
 
 
 # The per-step statistics: name -> (function of the measures at a telemetry step, (W,); digits kept in summaries).

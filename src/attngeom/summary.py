@@ -6,7 +6,8 @@ statistics at every telemetry and evaluation step it reached next to the publish
 same step (and, for a run that ran its whole schedule, the table's statistics of its final model),
 how far its maps are from the published maps, and the verdicts it was given. An ensemble's summary
 holds its spread and each finished member's summary, each member's bundles loaded once. This is what
-`expected/measured/` holds; verify never reads it.
+`expected/measured/` holds; no verdict reads it (verify shows its trajectories beside the quoted
+statistics: trajectories.py).
 """
 
 from __future__ import annotations

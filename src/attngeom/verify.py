@@ -25,10 +25,11 @@ from attngeom import (
     robustness,
     statistics,
     stats,
+    trajectories,
 )
 from attngeom.documents import EvidenceRecord, Report
 from attngeom.errors import EXIT_FAIL, EXIT_PASS, one_line
-from attngeom.files import sha256_file, shown
+from attngeom.files import REPO, sha256_file, shown
 from attngeom.options import list_of
 from attngeom.results import compute_results, mathematics_results
 from attngeom.variants import PUBLISHED
@@ -46,6 +47,24 @@ def judge_evidence(
     if tier is not None and tier != ev.tier:
         warnings.append(f"--tier {tier} overrides the {ev.tier} tier chosen for these bundles ({ev.kind}: {ev.why})")
     return ev, tier or ev.tier, warnings, hashes
+
+
+def measured_trajectories(ev: evidence.Evidence, models: dict) -> tuple[list, list[str], list[Path]]:
+    """The trajectories measured of the published runs' training (expected/measured/, the author's
+    telemetry reruns, and the judged bundles when they are a rerun of it), where they were read (as the
+    report names them), and the files read: what the report's `trajectories` section (trajectories.section)
+    sets each trajectory statistic beside."""
+    measured, files = trajectories.read_measured()
+    names = fetch.TELEMETRY_BUNDLES
+    author, author_files = trajectories.telemetry_reruns(fetch.fetch_bundles(names), names)
+    own = (
+        [trajectories.of_model(m, "this run", final=ev.scope == "all") for m in models.values()]
+        if ev.kind in evidence.SAME_TRAINING
+        else []
+    )
+    sources = [shown(p.relative_to(REPO) if p.is_relative_to(REPO) else p) for p in files]
+    sources += [f"the author's telemetry reruns ({', '.join(names)})"] + ["this run"] * bool(own)
+    return [*measured, *author, *own], sources, [*files, *author_files]
 
 
 def run_verify(
@@ -71,15 +90,20 @@ def run_verify(
     claims = expected.load_claims()  # parsed once, for the robustness pass and the judgement
     plain = {name: statistics.Measures.of(m) for name, m in models.items()}
     with blocks.one_blas_thread():
-        # the mathematics needs no bundle: it runs beside the windows pass
-        (robust, robust_inputs), mathematics = blocks.each(
-            lambda work: work(), [lambda: robustness.measure(listing, models, plain, claims), mathematics_results]
+        # the mathematics needs no bundle: it runs beside the windows pass and the measured trajectories
+        (robust, robust_inputs), mathematics, (measured, sources, spread_inputs) = blocks.each(
+            lambda work: work(),
+            [
+                lambda: robustness.measure(listing, models, plain, claims),
+                mathematics_results,
+                lambda: measured_trajectories(ev, models),
+            ],
         )
         results = {**compute_results(models, companion_runs, plain, mathematics), "robustness": robust}
     reached = judge.steps_reached(ev.scope, ev.stopped_after)  # rerun.json's steps, read once
     rows = judge.judge_all(results, tier, ev.scope, claims, reached)
     warnings += judge.separation_notes(reached)
-    unhashed = [p for p in dict.fromkeys([*robust_inputs, companion_runs]) if p not in hashes]
+    unhashed = [p for p in dict.fromkeys([*robust_inputs, companion_runs, *spread_inputs]) if p not in hashes]
     inputs = {**hashes, **dict(zip(unhashed, blocks.each(sha256_file, unhashed)))}
     doc = Report(
         summary=judge.summarise(rows),
@@ -91,6 +115,7 @@ def run_verify(
         preflight=ev.preflight,
         bundles=shown(root),
         claims=rows,
+        trajectories=trajectories.section(claims, rows, measured, sources),
         provenance=report.provenance(inputs, expected.sha256_of()),
     )
     report_set.write_verified(Path(out), doc, results)
