@@ -186,3 +186,67 @@ def test_bands_judge_exits_1_when_a_judged_run_lies_outside_its_band(tmp_path, c
     assert cli.main(["bands", str(source), "--judge", str(inside), "--judge", str(outside)]) == 1
     failed = [line for line in capsys.readouterr().out.splitlines() if line.endswith(": FAIL")]
     assert len(failed) == 1 and failed[0].startswith(f"{outside}: {name} yat_b occupancy at 1200: "), failed
+
+
+def _final_section(values: list[float], judged: float = 53.9583) -> dict:
+    """report.json's `trajectories` with occupancy.yat_b.final (rerun band 54 ± 5) measured on `values`."""
+    one = {"kind": "statistic", "model": "yat_b", "step": 12000, "quoted": 54, "judged": judged}
+    return {
+        "claims": {
+            "occupancy.yat_b.final": one
+            | {"values": [{"trajectory": f"t{i}", "value": v} for i, v in enumerate(values)]}
+        }
+    }
+
+
+def test_a_final_band_lists_each_full_length_trajectory_and_whether_it_covers_it():
+    doc, lines = bands.final_measured(_current(), _final_section([52.9, 59.0, 59.5][:2]), expected.load_claims())
+    band = doc["claims"]["occupancy.yat_b.final"]
+    assert band["measured"] == [
+        {"trajectory": bands.PUBLISHED_BUNDLES, "value": 53.9583, "covered": True},
+        {"trajectory": "t0", "value": 52.9, "covered": True},
+        {"trajectory": "t1", "value": 59.0, "covered": True},  # 54 + 5: the band's edge, binary-exact, inside
+    ]
+    assert band["tolerance"] == _current()["claims"]["occupancy.yat_b.final"]["tolerance"] == 5.0  # 3 of 4: kept
+    assert "kept: 3 of the 4" in next(line for line in lines if line.startswith("occupancy.yat_b.final"))
+    assert "measured" not in doc["claims"]["setup.layers"]  # not a statistic of the final step
+    outside = bands.final_measured(_current(), _final_section([59.5]), expected.load_claims())[0]
+    assert outside["claims"]["occupancy.yat_b.final"]["measured"][1]["covered"] is False
+
+
+def test_four_full_length_trajectories_re_derive_a_final_band_that_covers_every_one():
+    values = [53.5, 54.4, 53.1]  # and the published bundles' 53.9583: four
+    doc, _ = bands.final_measured(_current(), _final_section(values), expected.load_claims())
+    band = doc["claims"]["occupancy.yat_b.final"]
+    how = judge.Judgement(54, "abs", band["tolerance"], band["reason"])
+    assert band["tolerance"] == bands.tolerance(
+        [53.9583, *values], 54, ensemble.spread([53.9583, *values], None)["std"]
+    )
+    assert all(m["covered"] and judge.passes(m["value"], how) for m in band["measured"]) and band["tolerance"] < 5.0
+    assert "the spread of 4 full-length trajectories" in band["reason"]
+
+
+def test_bands_final_exits_1_when_a_trajectory_lies_outside_and_2_on_a_report_without_the_section(tmp_path, capsys):
+    report_json = tmp_path / "report.json"
+    base = {"summary": {"passed": 1, "failed": 0, "skipped": 0, "verdict": "PASS"}, "tier": "published", "claims": []}
+    base["provenance"] = {"inputs": {}}
+    report_json.write_text(
+        json.dumps(base | {"trajectories": {"sources": [], "trajectories": []} | _final_section([52.9])})
+    )
+    out = tmp_path / "rerun.json"
+    assert cli.main(["bands", "--final", str(report_json), "--write", str(out)]) == 0
+    written = schema.read_json(out, schema.RERUN_JSON)
+    assert written["claims"]["occupancy.yat_b.final"]["measured"][1] == {
+        "trajectory": "t0",
+        "value": 52.9,
+        "covered": True,
+    }
+    report_json.write_text(
+        json.dumps(base | {"trajectories": {"sources": [], "trajectories": []} | _final_section([60.5])})
+    )
+    assert cli.main(["bands", "--final", str(report_json)]) == 1
+    report_json.write_text(json.dumps(base))
+    capsys.readouterr()
+    assert cli.main(["bands", "--final", str(report_json)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert cli.main(["bands"]) == 2

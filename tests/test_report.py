@@ -205,7 +205,7 @@ def trajectory_report() -> dict:
         for e in claims
     ]
     doc = _doc(rows)
-    doc["trajectories"] = trajectories.section(claims, rows, runs, ["expected/measured/x.json"])
+    doc["trajectories"] = trajectories.section(claims, rows, runs, ["expected/measured/x.json"], expected.load_rerun())
     return doc
 
 
@@ -215,10 +215,11 @@ def test_markdown_shows_each_statistic_beside_the_trajectories_and_each_comparis
     assert "3 trajectories from expected/measured/x.json" in section
     final = next(line for line in section.splitlines() if "`occupancy.yat_b.final`" in line)
     assert final.endswith(
-        "| 12,000 | 54 | 53.9583 | 2: 53 to 54.2 | inside their range (+0.5 sd from their mean) | 1 of 2 |"
+        "| 12,000 | 54 | 53.9583 | 2: 53 to 54.2 | inside their range (+0.5 sd from their mean) | 1 of 2 "
+        "| these bundles inside; 2 of 2 |"  # the rerun band, 54 ± 5, holds the bundles' value and both trajectories
     )
     scale = next(line for line in section.splitlines() if "`scale.yat_b.0.5x`" in line)
-    assert "none: no trajectory of yat\\_b measured at step 12,000 | - | - |" in scale
+    assert "none: no trajectory of yat\\_b measured at step 12,000 | - | - | - |" in scale
     inversion = next(line for line in section.splitlines() if line.startswith("- `inversion`"))
     assert (
         "at step 12,000 (quoted): no pairing of trajectories measured (trajectories there: softmax 1, yat\\_b 2)"
@@ -226,7 +227,7 @@ def test_markdown_shows_each_statistic_beside_the_trajectories_and_each_comparis
     ), "the end has no entropy: no pairing"
     assert "At step 1,200: fails on 1 of 2 pairings" in inversion and "distinct winners 47.5 to 66" in inversion
     rows = [[t for t in row if t.type in ("th_open", "td_open")] for row in _rows(RENDER.parse(section))]
-    assert {len(r) for r in rows} == {7}, "one cell per column in every row"
+    assert {len(r) for r in rows} == {len(report.TRAJECTORY_COLUMNS)} == {8}, "one cell per column in every row"
 
 
 def test_the_report_json_written_is_valid_against_its_schema_with_its_trajectories(tmp_path: Path):

@@ -13,6 +13,7 @@ from attngeom.errors import InputError
 from attngeom.trajectories import Trajectory
 
 CLAIMS = {e["id"]: e for e in expected.load_claims()}
+RERUN = expected.load_rerun()
 
 
 def _stopped(name: str, variant: str, winners: float, entropy: float) -> Trajectory:
@@ -52,6 +53,23 @@ def test_a_statistic_gives_its_trajectories_spread_and_where_the_quote_stands():
     s = one["spread"]
     assert (s["min"], s["max"], s["published"]) == (53.0, 54.2, 54) and s["published_inside"]
     assert one["within_quote"] == 1 and one["judged"] == 53.9583  # 54.2 is within 0.5 of 54, 53 is not
+
+
+def test_each_value_is_set_beside_the_rerun_band_it_would_be_judged_with():
+    """occupancy.yat_b.final's rerun band is 54 ± 5 (expected/rerun.json): 49 and 59 are its edges, binary-exact."""
+    entry = CLAIMS["occupancy.yat_b.final"]
+    band = trajectories.rerun_band(entry, RERUN)
+    assert (band.value, band.comparison, band.tolerance) == (54, "abs", 5.0)
+    runs = [
+        Trajectory(n, "yat_b", 12000, {"distinct_winners": {"11999": v}}) for n, v in zip("abcd", (49, 59, 48.5, 59.5))
+    ]
+    one = trajectories.statistic_spread(entry, 53.9583, runs, band)
+    assert [v["in_rerun_band"] for v in one["values"]] == [True, True, False, False]
+    assert one["rerun_band"] == {"value": 54, "comparison": "abs", "tolerance": 5.0, "covers": 2, "judged_inside": True}
+    assert not trajectories.statistic_spread(entry, 48.0, runs, band)["rerun_band"]["judged_inside"]
+    assert "rerun_band" not in trajectories.statistic_spread(entry, 53.9583, runs)  # no band given: none shown
+    assert trajectories.rerun_band(CLAIMS["hull.yat_b.inside"], {}) is None  # a claim without a band
+    assert "rerun_band" in trajectories.section([entry], [], runs, ["here"], RERUN)["claims"][entry["id"]]
 
 
 def test_none_measured_at_the_step_is_said_so():
@@ -116,7 +134,7 @@ def test_the_measured_files_are_read_and_a_new_one_with_no_code_change(tmp_path:
     run["statistics"]["yat_b_s0"]["run"]["final"] = {"scale_changed@0.5": 0.125}
     (folder / "paper-step12000.json").write_text(json.dumps({"what": "a full rerun", "runs": {"yat_b": run}}))
     measured, _ = trajectories.read_measured(folder)
-    section = trajectories.section(list(CLAIMS.values()), [], measured, ["here"])
+    section = trajectories.section(list(CLAIMS.values()), [], measured, ["here"], RERUN)
     assert section["claims"]["scale.yat_b.0.5x"]["spread"]["members"] == [0.125]
     assert section["claims"]["occupancy.yat_b.final"]["spread"]["members"] == [52.5]
     schema.check(section, schema.TRAJECTORIES, "section")
@@ -127,7 +145,7 @@ def test_the_measured_files_are_read_and_a_new_one_with_no_code_change(tmp_path:
 
 def test_the_section_schema_refuses_what_breaks_it():
     runs = [_stopped("s0", "softmax", 65.2, 0.557), _stopped("y0", "yat_b", 47.5, 0.76)]
-    section = trajectories.section(list(CLAIMS.values()), [], runs, ["here"])
+    section = trajectories.section(list(CLAIMS.values()), [], runs, ["here"], RERUN)
     schema.check(section, schema.TRAJECTORIES, "section")
     section["claims"]["inversion"]["steps"][1]["held"] = -1
     with pytest.raises(InputError, match="held"):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from bundle_tools import GOAT, QK, add_windows, copy_published, edit_run, npz_array, rewrite_npz, stop_after
 
-from attngeom import bundles, expected, fetch, judge, results, schema, trajectories
+from attngeom import bands, bundles, expected, fetch, judge, results, schema, trajectories
 from attngeom.variants import PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
@@ -383,3 +383,26 @@ def test_a_quoted_error_of_many_lines_is_one_warning_line(published_root, tmp_pa
     proc = cli("--bundles", str(root), "--variants", "softmax,yat_b", "--out", str(tmp_path / "out"), cwd=tmp_path)
     warned = [line for line in proc.stderr.splitlines() if "alert(1)" in line or "line" in line.split(": ")[-1]]
     assert len(warned) == 1 and warned[0].startswith("warning: ") and warned[0].endswith("second line third line)")
+
+
+def test_the_final_step_bands_list_every_full_length_trajectory_the_report_measures(published_run):
+    """rerun.json's final-step bands are current: `bands --final` on the published bundles' report gives
+    each band the trajectories it lists (a new full-length trajectory in expected/measured/ fails this
+    until `bands --final report/report.json --write expected/rerun.json` lists it)."""
+    _, out = published_run
+    section = schema.read_json(out / "report.json", schema.REPORT_JSON)["trajectories"]
+    current = schema.read_json(expected.EXPECTED_DIR / "rerun.json", schema.RERUN_JSON)
+    derived, _ = bands.final_measured(current, section, expected.load_claims())
+
+    def listed(doc: dict) -> dict:
+        return {
+            cid: (
+                b.get("tolerance"),
+                [(m["trajectory"], pytest.approx(m["value"], rel=1e-9), m["covered"]) for m in b["measured"]],
+            )
+            for cid, b in doc["claims"].items()
+            if "measured" in b
+        }
+
+    assert listed(derived) == listed(current) and len(listed(current)) >= 13
+    assert all(m["covered"] for b in current["claims"].values() for m in b.get("measured", []))

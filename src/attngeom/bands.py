@@ -18,6 +18,13 @@ expected/measured/paper-step1200.json) lies outside; the spread of two says too 
 without reading expected/measured/.
 
     ./reproduce.sh bands expected/measured/ensemble-step1200.json --step 1200 [--write expected/rerun.json]
+
+`--final REPORT_JSON` does the same for the bands of the final step, from the published bundles' report
+(whose `trajectories` section holds every full-length trajectory measured: the author's telemetry
+reruns, the full-length reruns in expected/measured/): each band's `measured` lists them, the published
+bundles first, with whether the band covers each; a band is re-derived once MIN_MEMBERS of them exist.
+
+    ./reproduce.sh --out report && ./reproduce.sh bands --final report/report.json [--write expected/rerun.json]
 """
 
 from __future__ import annotations
@@ -32,8 +39,9 @@ from attngeom import expected, schema
 from attngeom.ensemble import spread
 from attngeom.errors import InputError
 from attngeom.files import output_file, shown, write_json_atomic
-from attngeom.judge import Judgement, passes
+from attngeom.judge import Judgement, judgement_for, passes
 from attngeom.summary import judged_runs
+from attngeom.trajectories import PAPER_STEPS
 from attngeom.variants import model_of, published_run
 
 MARGIN = "one standard deviation of the members"
@@ -135,9 +143,63 @@ def judge_summaries(doc: dict, rerun_doc: dict, step: int) -> list[tuple[str, st
     return out
 
 
+PUBLISHED_BUNDLES = "the published bundles"
+
+
+def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[dict, list[str]]:
+    """rerun.json with each final-step band's `measured`: every full-length trajectory measured of its
+    claim's model, as the published bundles' report shows them (report.json's `trajectories`): the
+    published bundles first, then the others, each with its value and whether the band covers it
+    (`judge.passes`). A band of `abs` with MIN_MEMBERS full-length trajectories or more is re-derived by
+    the rule of `tolerance`, centred on its value; before that it is kept. Also one line per band."""
+    doc, lines = copy.deepcopy(rerun_doc), []
+    entries = {e["id"]: e for e in claims}
+    for cid, band in doc["claims"].items():
+        one = section["claims"].get(cid, {})
+        if band.get("truncated") or one.get("kind") != "statistic" or one.get("step") != PAPER_STEPS:
+            continue
+        how = judgement_for(entries[cid], "rerun", doc["claims"])
+        values = [(PUBLISHED_BUNDLES, one["judged"])] * (one["judged"] is not None)
+        values += [(v["trajectory"], v["value"]) for v in one["values"]]
+        if len(values) >= MIN_MEMBERS and how.comparison == "abs":
+            band["tolerance"] = tolerance(
+                [v for _, v in values], how.value, spread([v for _, v in values], None)["std"]
+            )
+            band["reason"] = (
+                f"the spread of {len(values)} full-length trajectories (band `measured`): the band covers every one, "
+                f"plus {MARGIN}, rounded up to two significant digits"
+            )
+            how = judgement_for(entries[cid], "rerun", doc["claims"])
+            kept = "re-derived"
+        else:
+            kept = f"kept: {len(values)} of the {MIN_MEMBERS} full-length trajectories a band is derived from"
+        band["measured"] = [{"trajectory": t, "value": v, "covered": passes(v, how)} for t, v in values]
+        shown_values = "; ".join(f"{t} {v:g} {'inside' if passes(v, how) else 'OUTSIDE'}" for t, v in values)
+        lines.append(f"{cid:28} {how.comparison} {how.tolerance}: {shown_values or 'none measured'} ({kept})")
+    return doc, lines
+
+
+def run_final(args: argparse.Namespace) -> int:
+    """`bands --final REPORT_JSON`: each final-step band beside the full-length trajectories; 1 when one lies outside."""
+    section = schema.read_json(args.final, schema.REPORT_JSON).get("trajectories")
+    if section is None:
+        raise InputError(f"{shown(args.final)}: no `trajectories` section (a report of this version's verify)")
+    current = schema.read_json(expected.EXPECTED_DIR / "rerun.json", schema.RERUN_JSON)
+    new, lines = final_measured(current, section, expected.load_claims())
+    print("\n".join(lines))
+    if args.write:
+        write_json_atomic(args.write, new)
+        print(f"written: {shown(args.write)}")
+    return 1 if any(not m["covered"] for b in new["claims"].values() for m in b.get("measured", [])) else 0
+
+
 def run_bands(args: argparse.Namespace) -> int:
     """Print the derived bands beside those in force; write them with --write. The exit status is 1 when
     a run --judge judges again lies outside its band (every file read first, so that a bad one writes nothing)."""
+    if args.final is not None:
+        return run_final(args)
+    if args.ensemble is None:
+        raise InputError("bands: give a summary file holding ensembles, or --final REPORT_JSON")
     summary_doc = schema.read_json(args.ensemble, schema.SUMMARY_JSON)
     path = expected.EXPECTED_DIR / "rerun.json"
     current = schema.read_json(path, schema.RERUN_JSON)
@@ -177,7 +239,15 @@ def run_bands(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the `bands` subcommand."""
     p = sub.add_parser("bands", help="derive rerun.json's intermediate-step bands from a measured ensemble")
-    p.add_argument("ensemble", type=Path, help="a summary file holding ensembles (`summary ENS ... --out FILE`)")
+    p.add_argument(
+        "ensemble", type=Path, nargs="?", help="a summary file holding ensembles (`summary ENS ... --out FILE`)"
+    )
+    p.add_argument(
+        "--final",
+        type=Path,
+        metavar="REPORT_JSON",
+        help="instead: the final-step bands beside the full-length trajectories of the published bundles' report.json",
+    )
     p.add_argument("--step", type=int, default=1200, help="the telemetry step whose bands are derived (default 1200)")
     p.add_argument("--source", help="how the reason names the file (default: the path given)")
     p.add_argument(

@@ -337,10 +337,10 @@ def trajectory_spread() -> str:
         if one["kind"] == "comparison":
             lines.append(f"- `{cid}`: {comparison_text(one)}")
         elif "spread" in one:
-            step, quoted, _, values, stands, within = trajectory_cells(one)
+            step, quoted, _, values, stands, within, in_band = trajectory_cells(one)
             lines.append(
                 f"- `{cid}` (quoted {quoted}, step {step}): trajectories {values}; the quote stands {stands}; "
-                f"{within} within the quote's tolerance"
+                f"{within} within the quote's tolerance" + ("" if in_band == "-" else f"; in the rerun band: {in_band}")
             )
         else:
             unmeasured.append(f"`{cid}`")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from attngeom.documents import Report, Results
 from attngeom.files import write_atomic
-from attngeom.report import comparison_text, source_note, statistics_rows, trajectory_cells
+from attngeom.report import TRAJECTORY_COLUMNS, comparison_text, source_note, statistics_rows, trajectory_cells
 
 ASSETS = Path(__file__).with_name("assets")
 INDEX = "index.html"
@@ -222,10 +222,7 @@ def _trajectories(report: dict) -> str:
         return ""
     claims = {c["id"]: c for c in report["claims"]}
     stats = {cid: one for cid, one in section["claims"].items() if one["kind"] == "statistic"}
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in ("claim", "step", "quoted", "these bundles", "trajectories", "the quote stands", "within the quote")
-    )
+    head = "".join(f"<th>{_e(h)}</th>" for h in TRAJECTORY_COLUMNS)
     body = "".join(
         f'<tr data-claim="{_e(cid)}"><td><a href="#claim-{_e(cid)}"><code>{_e(cid)}</code></a></td>'
         + "".join(f'<td class="num">{_e(c)}</td>' for c in trajectory_cells(one))

@@ -247,16 +247,34 @@ def _stands(s: dict) -> str:
     return "above every one" if s["published"] > s["max"] else "below every one"
 
 
+TRAJECTORY_COLUMNS = (
+    "claim",
+    "step",
+    "quoted",
+    "these bundles",
+    "trajectories: number, values",
+    "the quote stands",
+    "within the quote's tolerance",
+    "within the rerun band",
+)
+"""The columns of the table of statistics beside the measured trajectories: the claim, then `trajectory_cells`."""
+
+
 def trajectory_cells(one: dict) -> list[str]:
     """A statistic claim beside the measured trajectories (trajectories.statistic_spread), as the cells the
-    report shows: step, quoted, these bundles, the trajectories, where the quote stands, within the quote."""
+    report shows: step, quoted, these bundles, the trajectories, where the quote stands, within the quote, and
+    within the rerun band (the judged bundles' value first: "inside" or "outside", then the trajectories')."""
     step = "-" if one["step"] is None else f"{one['step']:,}"
     head = [step, fmt(one["quoted"]), "-" if one["judged"] is None else fmt(one["judged"])]
     if "spread" not in one:
-        return [*head, f"none: {one['none']}", "-", "-"]
+        return [*head, f"none: {one['none']}", "-", "-", "-"]
     s, n = one["spread"], len(one["values"])
     values = fmt(s["min"]) if s["min"] == s["max"] else f"{fmt(s['min'])} to {fmt(s['max'])}"
-    return [*head, f"{n}: {values}", _stands(s), f"{one['within_quote']} of {n}"]
+    band = one.get("rerun_band")
+    in_band = "-" if band is None else f"{band['covers']} of {n}"
+    if band is not None and one["judged"] is not None:
+        in_band = f"these bundles {'inside' if band['judged_inside'] else 'outside'}; {in_band}"
+    return [*head, f"{n}: {values}", _stands(s), f"{one['within_quote']} of {n}", in_band]
 
 
 def comparison_text(one: dict) -> str:
@@ -298,8 +316,8 @@ def trajectory_lines(report: Report) -> list[str]:
         + "). The verdicts above judge the author's numbers; this shows how far they move from one trajectory "
         "to another.",
         "",
-        "| claim | step | quoted | these bundles | trajectories: number, values | the quote stands | within the quote's tolerance |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| " + " | ".join(TRAJECTORY_COLUMNS) + " |",
+        "|" + " --- |" * len(TRAJECTORY_COLUMNS),
     ]
     for cid, one in section["claims"].items():
         if one["kind"] == "statistic":

@@ -281,6 +281,14 @@ RERUN_JSON = Record(
                     "reason": Text(),
                     "smoke": Flag(),
                     "truncated": Flag(),
+                    "measured": Items(  # a final-step band's full-length trajectories (`bands --final`)
+                        Record(
+                            {"trajectory": Text(), "value": Number(), "covered": Flag()},
+                            required=("trajectory", "value", "covered"),
+                            other=None,
+                        ),
+                        max_len=MAX_MEMBERS,
+                    ),
                 },
                 required=("reason",),
                 other=None,
@@ -392,7 +400,7 @@ TRAJECTORIES = Record(
                             "step": Maybe(_STEP),
                             "values": Items(
                                 Record(
-                                    {"trajectory": Text(), "value": Number()},
+                                    {"trajectory": Text(), "value": Number(), "in_rerun_band": Flag()},
                                     required=("trajectory", "value"),
                                     other=None,
                                 )
@@ -400,6 +408,17 @@ TRAJECTORIES = Record(
                             "none": Text(),
                             "spread": _spread(Number(), ids=False),
                             "within_quote": _COUNT,
+                            "rerun_band": Record(
+                                {
+                                    "value": _VALUE,
+                                    "comparison": _COMPARISON,
+                                    "tolerance": Maybe(Number(0)),
+                                    "covers": _COUNT,
+                                    "judged_inside": Flag(),
+                                },
+                                required=("value", "comparison", "tolerance", "covers", "judged_inside"),
+                                other=None,
+                            ),
                         },
                         required=("kind", "quoted", "step", "values"),
                         other=None,

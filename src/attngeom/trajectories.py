@@ -31,7 +31,7 @@ from attngeom.claims import CLAIM_FUNCTIONS
 from attngeom.ensemble import spread
 from attngeom.expected import EXPECTED_DIR
 from attngeom.files import shown
-from attngeom.judge import Judgement, models_needed, passes
+from attngeom.judge import Judgement, judgement_for, models_needed, passes
 from attngeom.robustness import summary
 from attngeom.statistics import TABLE, by_step, checkpoint_labels
 from attngeom.summary import judged_runs
@@ -122,9 +122,13 @@ def statistic_key(entry: dict) -> str | None:
     return next((key for key, s in TABLE.items() if s.claim == (entry["function"], extra)), None)
 
 
-def statistic_spread(entry: dict, judged: object, trajectories: list[Trajectory]) -> dict:
+def statistic_spread(
+    entry: dict, judged: object, trajectories: list[Trajectory], band: Judgement | None = None
+) -> dict:
     """A statistic claim on every trajectory of its model measured at its step: the values, their spread and
-    where the quoted value stands, how many the quote's own judgement accepts, and the bundles' judged value."""
+    where the quoted value stands, how many the quote's own judgement accepts, and the bundles' judged value.
+    With `band` (the claim's rerun band, `judge.judgement_for`), whether each value and the judged one lie
+    inside it: the band a reviewer's rerun is judged with, against every trajectory measured."""
     key, model = statistic_key(entry), entry["args"].get("model")
     out = {"kind": "statistic", "model": model, "statistic": key, "quoted": entry["value"], "judged": judged}
     if key is None:
@@ -139,9 +143,21 @@ def statistic_spread(entry: dict, judged: object, trajectories: list[Trajectory]
     if not values:
         return out | {"none": f"no trajectory of {model} measured at step {step:,}"}
     quote = Judgement(entry["value"], entry["comparison"], entry["tolerance"], entry["reason"])
-    return out | {
+    out |= {
         "spread": spread([v["value"] for v in values], entry["value"]),
         "within_quote": sum(passes(v["value"], quote) for v in values),
+    }
+    if band is None:
+        return out
+    for v in values:
+        v["in_rerun_band"] = passes(v["value"], band)
+    covered = {"value": band.value, "comparison": band.comparison, "tolerance": band.tolerance}
+    return out | {
+        "rerun_band": covered
+        | {
+            "covers": sum(v["in_rerun_band"] for v in values),
+            "judged_inside": judged is not None and passes(judged, band),
+        }
     }
 
 
@@ -209,12 +225,23 @@ def comparison_spread(entry: dict, judged: object, trajectories: list[Trajectory
     }
 
 
-def section(claims: list[dict], rows: list[dict], trajectories: list[Trajectory], sources: list[str]) -> dict:
+def rerun_band(entry: dict, rerun: dict[str, dict]) -> Judgement | None:
+    """The band a rerun's value of a statistic claim is judged with (rerun.json), None where it has none."""
+    band = judgement_for(entry, "rerun", rerun)
+    return band if isinstance(band, Judgement) else None
+
+
+def section(
+    claims: list[dict], rows: list[dict], trajectories: list[Trajectory], sources: list[str], rerun: dict[str, dict]
+) -> dict:
     """report.json's `trajectories`: every statistic and comparison of `claims` (expected/claims.json's entries)
     beside the measured trajectories; `rows`: the judged rows (their measured values are shown beside);
-    `sources`: where the trajectories were read."""
+    `sources`: where the trajectories were read; `rerun`: rerun.json's bands (`expected.load_rerun`)."""
     judged = {r["id"]: r["measured_value"] for r in rows}
-    build = {"statistic": statistic_spread, "comparison": comparison_spread}
+    build = {
+        "statistic": lambda e, j, t: statistic_spread(e, j, t, rerun_band(e, rerun)),
+        "comparison": comparison_spread,
+    }
     return {
         "sources": sources,
         "trajectories": sorted({t.name for t in trajectories}),

@@ -115,7 +115,7 @@ def run_verify(
         preflight=ev.preflight,
         bundles=shown(root),
         claims=rows,
-        trajectories=trajectories.section(claims, rows, measured, sources),
+        trajectories=trajectories.section(claims, rows, measured, sources, expected.load_rerun(claims=claims)),
         provenance=report.provenance(inputs, expected.sha256_of()),
     )
     report_set.write_verified(Path(out), doc, results)
