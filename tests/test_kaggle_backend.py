@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from fake_kaggle import PROXY_VARS, FakeKaggle, point_client_at, settings_of, synthetic_output
 from fake_kaggle import kaggle_command as kaggle
+from trained_runs import restore_device_settings
 
 from attngeom import cli, ensemble
 from attngeom.backends import kaggle as kaggle_backend
@@ -153,6 +154,28 @@ def test_no_gpu_quota_is_refused_before_pushing(fake):
     assert not fake.kernels
 
 
+def estimates_here(monkeypatch) -> None:
+    """The estimate compiles a step under the device settings, set for this process: give them back after."""
+    restore_device_settings(monkeypatch)
+    monkeypatch.setenv("JAX_PLATFORMS", os.environ.get("JAX_PLATFORMS", ""))
+
+
+def test_an_ensemble_that_cannot_fit_its_session_or_the_quota_left_is_refused(fake, tmp_path, capsys, monkeypatch):
+    """The estimate (smoke preset: the install's 10 minutes and the compilation make most of it) against
+    a session of 10 minutes, then against a GPU quota of 6 minutes left."""
+    estimates_here(monkeypatch)
+    argv = ("--preset", "smoke", "--bundles", "attngeom-goat", "--members", "2", "--poll", "0.001")
+    status, error = kaggle("build", "--run", "b", "--username", "someone", "--timeout", "600", *argv[:-2])
+    assert status == 2 and error.startswith("someone/attngeom-goat-s0: estimated at 0.2 h, more than the session's")
+    assert "fewer --members, or a longer --timeout up to 43200" in error
+    assert not (tmp_path / "b" / kaggle_backend.STATE_FILE).exists()  # no run is started that cannot end
+    fake.gpu_hours_left = 0.1
+    status, error = kaggle("run", "--run", "r", *argv)
+    assert status == 2 and "estimated at 0.2 GPU hours, more than the 0.1 h of GPU quota left this week" in error
+    assert "GPU quota: 29.9 h used of 30.0 h" in capsys.readouterr().out
+    assert not fake.kernels  # nothing pushed
+
+
 def test_kernel_in_error_shows_failure_message_and_log(fake, monkeypatch, tmp_path):
     fake.kernel("reviewer/attngeom-goat-s0").states = ["QUEUED", "RUNNING", "ERROR"]
     fake.kernel(
@@ -273,12 +296,13 @@ def run_kernels_here(fake: FakeKaggle, tmp_path: Path, **env_vars: str) -> None:
 
 
 @pytest.mark.slow
-def test_run_end_to_end_with_the_real_kernel_script_training_an_ensemble_of_two(fake, tmp_path, capsys):
+def test_run_end_to_end_with_the_real_kernel_script_training_an_ensemble_of_two(fake, tmp_path, capsys, monkeypatch):
     """The fake runs each pushed script as Kaggle would (smoke preset, `--members 2`): the kernel trains
     each member in a process of its own (the two GPUs of the T4 x2 machine, named by
     CUDA_VISIBLE_DEVICES; here both train on the CPU); the pull checks every member and writes
     ensemble.json, which `summary` and `bands` then take as a local ensemble's. (The script of one run
     trains for real in test_kaggle_kernel.py, and its pull is checked here with synthetic outputs.)"""
+    estimates_here(monkeypatch)
     run_kernels_here(fake, tmp_path, CUDA_VISIBLE_DEVICES="0,1")
     argv = ("run", "--run", "r", "--poll", "0.01", "--preset", "smoke", "--bundles", "attngeom-goat", "--members", "2")
     status, error = kaggle(*argv)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from attngeom.backends.kernel_main import member_groups
 from attngeom.errors import InputError
 from attngeom.training.config import PRESETS
+from attngeom.training.device import deterministic_device
 from attngeom.training.flops import EFFICIENCY, schedule_seconds, step_flops
 
 MAX_SESSION_S = 12 * 3600  # Kaggle's longest session (a push asking for more is refused)
@@ -60,6 +61,7 @@ def group_flops(preset: str, variants: set[str], per_gpu: int) -> dict[str, floa
             "this environment lacks it (jax 0.10.2 needs Python 3.11 or newer)"
         )
     os.environ.setdefault("JAX_PLATFORMS", "cpu")  # the step is only compiled, never run: no GPU is claimed
+    deterministic_device()  # the settings a run compiles under, and the compilation cache: a second build is quick
     return {v: step_flops(v, PRESETS[preset], per_gpu) for v in sorted(variants)}
 
 
