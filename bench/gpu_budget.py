@@ -5,8 +5,8 @@ XLA's `cost_analysis()` of one training step (K members vmapped when K > 1; `tra
 GPU's float32 rate (`--tflops`, an H100/H200's 67 without tensor cores, as `highest` matmul
 precision asks) and an assumed fraction of it reached (`--efficiency`), the steps of every variant
 take an estimated time, to which each variant's compilation is added (`--compile-s`). Writes one
-JSON (`--json FILE`): the FLOPs per step of each variant, the estimated seconds of the whole
-schedule, and the step to stop after so that it fits in `--seconds` (null when all of it fits); and
+JSON (`--json FILE`, with where and when it was measured): the FLOPs per step of each variant, the
+estimated seconds of the whole schedule, and the step to stop after so that it fits in `--seconds` (null when all of it fits); and
 prints the rerun's option that sizes it, `--stop-after STEP`, one word a line (nothing when it fits).
 
     python bench/gpu_budget.py --seconds 300 --members 4 --json FILE [--preset paper] [--variants ...]
@@ -21,10 +21,13 @@ import argparse
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: PYTHONSAFEPATH leaves the script's folder out
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from measured import write_figures  # bench/, beside this script
+
 from attngeom.cli import Parser, entry
-from attngeom.files import output_file, write_json_atomic
+from attngeom.files import output_file
 from attngeom.training import config, data
 from attngeom.training.flops import COMPILE_S, EFFICIENCY, schedule_seconds, step_flops
 
@@ -64,7 +67,7 @@ def main() -> int:
         "seconds": args.seconds,
         "stop_after": stop_after,
     }
-    write_json_atomic(args.json, doc)
+    write_figures(args.json, doc)
     if stop_after is not None:
         print(f"--stop-after\n{stop_after}")
     return 0
