@@ -332,6 +332,8 @@ def main(args: argparse.Namespace) -> int:
             return 0
     else:
         state = load_state(run)
+        if args.members not in (None, state.get("members")):
+            raise InputError(f"--members {args.members}: {run} was built with {state.get('members') or 'no'} members")
         state.update({k: v for k, v in overrides.items() if v is not None})
         if args.action == "run":  # continuing a run retries the kernels that failed
             for kernel in state["kernels"]:
