@@ -1,11 +1,12 @@
 """How much of a rerun or an ensemble fits in a time on a GPU, from the FLOPs of its compiled step.
 
-XLA's `cost_analysis()` of one training step (K members vmapped when K > 1) gives its FLOPs; at a
+XLA's `cost_analysis()` of one training step (K members vmapped when K > 1; `attngeom.flops`, which
+`kaggle build --members K` uses too) gives its FLOPs; at a
 GPU's float32 rate (`--tflops`, an H100/H200's 67 without tensor cores, as `highest` matmul
 precision asks) and an assumed fraction of it reached (`--efficiency`), the steps of every variant
 take an estimated time, to which each variant's compilation is added (`--compile-s`). Writes one
-JSON (`--json FILE`): the FLOPs per step of each variant, the estimated seconds of the whole
-schedule, and the step to stop after so that it fits in `--seconds` (null when all of it fits); and
+JSON (`--json FILE`, with where and when it was measured): the FLOPs per step of each variant, the
+estimated seconds of the whole schedule, and the step to stop after so that it fits in `--seconds` (null when all of it fits); and
 prints the rerun's option that sizes it, `--stop-after STEP`, one word a line (nothing when it fits).
 
     python bench/gpu_budget.py --seconds 300 --members 4 --json FILE [--preset paper] [--variants ...]
@@ -20,26 +21,15 @@ import argparse
 import sys
 from pathlib import Path
 
-import jax
-import numpy as np
-
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/: PYTHONSAFEPATH leaves the script's folder out
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from measured import write_figures  # bench/, beside this script
+
 from attngeom.cli import Parser, entry
-from attngeom.files import output_file, write_json_atomic
-from attngeom.training import config, data, together, train
-
-
-def step_flops(variant: str, cfg: config.TrainConfig, members: int) -> float:
-    """FLOPs of one training step of `members` members (vmapped when more than one), by XLA's cost analysis."""
-    graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
-    step = train.make_step(graphdef, tx)
-    if members > 1:
-        state = together.stack([state] * members)
-        step = jax.vmap(step, in_axes=(0, None, None))
-    x_BT = np.zeros((cfg.batch, cfg.model.seq_len), np.int32)
-    cost = jax.jit(step).lower(state, x_BT, x_BT).compile().cost_analysis()
-    return float((cost[0] if isinstance(cost, list) else cost)["flops"])
+from attngeom.files import output_file
+from attngeom.flops import COMPILE_S, EFFICIENCY, schedule_seconds, step_flops
+from attngeom.training import config, data
 
 
 def main() -> int:
@@ -49,8 +39,12 @@ def main() -> int:
     parser.add_argument("--preset", choices=tuple(config.PRESETS), default="paper")
     parser.add_argument("--variants", default="softmax,yat_b,goat_v")
     parser.add_argument("--tflops", type=float, default=67.0, help="the GPU's float32 rate (default: H100/H200)")
-    parser.add_argument("--efficiency", type=float, default=0.3, help="the fraction of it reached (default 0.3)")
-    parser.add_argument("--compile-s", type=float, default=30.0, help="compilation per variant (default 30 s)")
+    parser.add_argument(
+        "--efficiency", type=float, default=EFFICIENCY, help=f"the fraction of it reached (default {EFFICIENCY:g})"
+    )
+    parser.add_argument(
+        "--compile-s", type=float, default=COMPILE_S, help=f"compilation per variant (default {COMPILE_S:g} s)"
+    )
     parser.add_argument("--json", type=output_file, required=True, metavar="FILE", help="where the estimate goes")
     args = parser.parse_args()
     if not (args.seconds > 0 and args.members >= 1 and args.tflops > 0 and 0 < args.efficiency <= 1):
@@ -69,11 +63,11 @@ def main() -> int:
         "members": args.members,
         "step_flops": flops,
         "assumed_flops_per_s": rate,
-        "estimated_s": round(cfg.steps * per_step_s + args.compile_s * len(variants), 1),
+        "estimated_s": round(schedule_seconds(flops, cfg.steps, rate, args.compile_s), 1),
         "seconds": args.seconds,
         "stop_after": stop_after,
     }
-    write_json_atomic(args.json, doc)
+    write_figures(args.json, doc)
     if stop_after is not None:
         print(f"--stop-after\n{stop_after}")
     return 0

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from attngeom import ensemble
 from attngeom.backends import docker as docker_backend
 from attngeom.verify import run_verify
 
@@ -87,3 +88,17 @@ def test_bad_input_in_the_image_exits_2(image, tmp_path, capfd):
     printed = capfd.readouterr()
     assert status == 2, printed.out + printed.err
     assert "error:" in printed.err and "Traceback" not in printed.err
+
+
+def test_an_ensemble_trains_together_in_the_image(image, tmp_path, capfd):
+    """`docker run rerun --members K` as on a GPU, its members stacked and vmapped (here on the CPU, smoke)."""
+    out = tmp_path / "out"
+    argv = ("rerun", "--preset", "smoke", "--variants", "goat_v", "--windows", "2", "--members", "2")
+    status = run(image, out, *argv, "--members-mode", "together", "--out", "ENS")
+    printed = capfd.readouterr()
+    assert status in (0, 1), printed.out[-3000:] + printed.err[-3000:]  # the verdict on the smoke-trained members
+    doc = ensemble.read(out / "ENS")
+    assert doc["members_mode"] == "together" and [r["state"] for r in doc["member_runs"].values()] == ["complete"] * 2
+    for m in (0, 1):
+        assert (ensemble.member_dir(out / "ENS", m) / "report" / "report.json").is_file()
+    assert {p.stat().st_uid for p in out.rglob("*")} == {os.getuid()}, "results must belong to the caller"

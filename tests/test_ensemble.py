@@ -189,3 +189,9 @@ def test_bad_ensemble_options_are_one_line_errors(tmp_path, monkeypatch, capsys)
     (tmp_path / "bad" / ensemble.SUMMARY).write_text("{}")
     assert cli.main(["rerun", "--resume", str(tmp_path / "bad")]) == 2
     assert "ensemble.json" in capsys.readouterr().err
+    assert cli.main(["rerun", "--preset", "smoke", "--member-ids", "1", "--out", str(tmp_path / "m")]) == 2
+    assert "--member-ids: only for an ensemble" in capsys.readouterr().err
+    args = ["rerun", "--preset", "smoke", "--members", "2", "--member-ids", "0,2", "--out", str(tmp_path / "o")]
+    assert cli.main(args) == 2
+    assert "--member-ids: member 2 is not one of the ensemble's 0 to 1" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # refused before the ensemble folder is claimed

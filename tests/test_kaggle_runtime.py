@@ -8,8 +8,8 @@ KAGGLE_KERNEL_RUN_TYPE set, no GPU. The kernel runs with no network and without
 ATTNGEOM_KERNEL_PYTHON, so it installs its lock itself; the wheels come from a find-links folder
 filled once and kept in the Docker cache folder of `.ci/docker.sh`: the CPU lock's (the install
 path is the CUDA lock's) and the CUDA lock's wheels whose libraries the CUDA test loads. One test
-trains, and the fake Kaggle serves what the kernel left in /kaggle/working for the backend to
-pull, check and judge; one loads jax's CUDA libraries under the kernel's environment and under
+trains an ensemble of two, one member per GPU device file, and the fake Kaggle serves what the
+kernel left in /kaggle/working for the backend to pull, check and summarise; one loads jax's CUDA libraries under the kernel's environment and under
 the image's; one runs without internet. Needs the engine and the Kaggle base image of `. .ci/docker.sh`.
 """
 
@@ -26,10 +26,12 @@ from pathlib import Path
 import pytest
 from fake_kaggle import FakeKaggle, point_client_at
 from fake_kaggle import kaggle_command as kaggle
+from trained_runs import restore_device_settings
 
+from attngeom import cli, ensemble
 from attngeom.backends import kaggle as kaggle_backend
 from attngeom.backends.docker import default_ca_bundle, docker_client
-from attngeom.backends.kaggle_kernel import GPU_LOCK, OUTPUT_DIR, definitions, kernel_script, source_archive
+from attngeom.backends.kaggle_kernel import GPU_LOCK, definitions, kernel_script, source_archive
 from attngeom.backends.kernel_main import lock_entry
 from attngeom.bundles import load_models
 from attngeom.files import REPO
@@ -187,8 +189,15 @@ def run_kernel(
     return subprocess.run(cmd, capture_output=True, text=True, timeout=1500, check=False)
 
 
-def test_kernel_installs_trains_and_is_pulled_in_a_kaggle_like_runtime(runtime_image, wheels, monkeypatch, tmp_path):
+def test_kernel_installs_trains_an_ensemble_and_is_pulled_in_a_kaggle_like_runtime(
+    runtime_image, wheels, monkeypatch, tmp_path
+):
+    """`kaggle run --members 2` on a session with two GPU device files, as the T4 x2 machine has: the
+    kernel trains one member per GPU (here on the CPU: the CPU lock has no CUDA plugin), and the backend
+    pulls the ensemble, checks every member and summarises it."""
     assert os.environ.get("ATTNGEOM_MIRROR"), "the container reaches no network: it needs the mirror"
+    restore_device_settings(monkeypatch)  # the estimate compiles a step under the device settings
+    monkeypatch.setenv("JAX_PLATFORMS", os.environ.get("JAX_PLATFORMS", ""))
     runs: dict[str, subprocess.CompletedProcess] = {}
     monkeypatch.setattr(kaggle_backend, "source_archive", lambda: source_archive(lock=LOCK))
     with FakeKaggle() as fake:
@@ -200,7 +209,8 @@ def test_kernel_installs_trains_and_is_pulled_in_a_kaggle_like_runtime(runtime_i
             kernel.states = ["RUNNING"]  # until the container ends
 
             def session() -> None:
-                done = run_kernel(runtime_image, wheels, request["text"], kaggle_dir)
+                gpus = ("-v", "/dev/null:/dev/nvidia0", "-v", "/dev/null:/dev/nvidia1")
+                done = run_kernel(runtime_image, wheels, request["text"], kaggle_dir, gpus)
                 runs[slug] = done
                 working = kaggle_dir / "working"
                 kernel.log = done.stdout + done.stderr
@@ -212,20 +222,28 @@ def test_kernel_installs_trains_and_is_pulled_in_a_kaggle_like_runtime(runtime_i
             threading.Thread(target=session, daemon=True).start()
 
         fake.on_push = execute
-        status, error = kaggle("run", "--run", "r", "--poll", "1", "--preset", "smoke", "--bundles", "attngeom-goat")
+        argv = ("--poll", "1", "--preset", "smoke", "--bundles", "attngeom-goat", "--members", "2")
+        status, error = kaggle("run", "--run", "r", *argv)
     (done,) = runs.values()
     log = done.stdout[-4000:] + done.stderr[-4000:]
-    assert status in (0, 1), f"{error}\n{log}"  # 0 or 1 is the verdict on the smoke-trained bundle
+    assert status in (0, 1), f"{error}\n{log}"  # 0 or 1 is the verdict on the smoke-trained members
     assert "attngeom kernel: installed requirements.lock in" in done.stdout, log
+    assert "members 0 on GPU 0" in done.stdout and "members 1 on GPU 1" in done.stdout, log
     left = done.stdout.strip().splitlines()[-1].split()
     assert left[0] == "LEFT:" and not {"pip", "uv"} & set(left), log  # no package cache left on the disk
     assert not any(name.startswith("attngeom-kernel-") for name in left), log  # nor the environment and wheels
-    pulled = tmp_path / "r" / "outputs" / "attngeom-goat-s0" / OUTPUT_DIR
-    manifest = require_complete(pulled)
+    pulled = tmp_path / "r" / "outputs" / "attngeom-goat-s0"
     state = kaggle_backend.load_state(tmp_path / "r")
-    assert manifest["kaggle"] == {"run_id": state["run_id"], "bundle": "attngeom-goat", "seed": 0}
-    assert load_models(pulled, ("goat_v",))["goat_v"].q_LHTD.ndim == 4
-    assert (tmp_path / "r" / "report" / "report.json").is_file()
+    doc = ensemble.read(pulled)
+    assert [r["state"] for r in doc["member_runs"].values()] == ["complete"] * 2
+    assert doc["statistics"]["goat_v_s0"]["distinct_winners"]["0"]["member_ids"] == [0, 1]
+    for m in (0, 1):
+        manifest = require_complete(ensemble.member_dir(pulled, m))
+        assert manifest["kaggle"] == {"run_id": state["run_id"], "bundle": "attngeom-goat", "seed": 0}
+        assert manifest["trajectory"]["member"] == m
+        assert load_models(ensemble.member_dir(pulled, m), ("goat_v",))["goat_v"].q_LHTD.ndim == 4
+        assert (ensemble.member_dir(pulled, m) / "report" / "report.json").is_file()
+    assert cli.main(["summary", str(pulled), "--out", str(tmp_path / "summary.json")]) == 0
 
 
 def sections(log: str) -> dict[str, tuple[int, str]]:

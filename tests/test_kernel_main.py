@@ -150,3 +150,20 @@ def test_another_install_failure_is_not_blamed_on_the_network():
     with pytest.raises(SystemExit) as stop:
         kernel_main.run("step", [sys.executable, "-c", "raise SystemExit(3)"])
     assert "step failed (exit status 3)" in str(stop.value) and "internet" not in str(stop.value)
+
+
+@pytest.mark.parametrize(
+    ("members", "gpus", "groups"),
+    [(4, 2, [[0, 1], [2, 3]]), (3, 2, [[0], [1, 2]]), (2, 4, [[0], [1]]), (2, 0, [[0, 1]]), (5, 1, [[0, 1, 2, 3, 4]])],
+)
+def test_members_split_into_one_contiguous_group_per_gpu(members, gpus, groups):
+    assert kernel_main.member_groups(members, gpus) == groups
+
+
+def test_the_gpus_are_the_visible_devices_or_the_numbered_device_files(tmp_path, monkeypatch):
+    for name in ("nvidia0", "nvidia10", "nvidia1", "nvidiactl", "nvidia-uvm"):
+        (tmp_path / name).touch()
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert kernel_main.gpu_ids(tmp_path) == ["0", "1", "10"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert kernel_main.gpu_ids(tmp_path) == ["1"]

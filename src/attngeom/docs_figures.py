@@ -349,3 +349,32 @@ def trajectory_spread() -> str:
         f"({', '.join(section['sources'])}); no trajectory measured at its step: {', '.join(unmeasured)}."
     )
     return "\n".join([head, "", *lines])
+
+
+def kaggle_estimate(members: int = 4) -> str:
+    """The GPU hours `kaggle run --members K` estimates on the T4 x2 machine, by the command's own arithmetic
+    (`backends.kaggle_budget`), from the FLOPs per step of the largest group in bench/results/gpu-budget-t4.json."""
+    from attngeom.backends import kaggle_budget
+    from attngeom.backends.kaggle_kernel import definitions
+    from attngeom.errors import InputError
+    from attngeom.training.config import PRESETS
+
+    path = BENCH / "gpu-budget-t4.json"
+    d = _read(path)
+    machine = kaggle_budget.MACHINES["NvidiaTeslaT4"]
+    per_gpu = kaggle_budget.largest_group(members, machine)
+    if d["members"] != per_gpu:
+        raise InputError(
+            f"{_rel(path)}: FLOPs of {d['members']} vmapped members; {members} on {machine.label} need {per_gpu}"
+        )
+    steps = PRESETS[d["preset"]].steps
+    kernels = [
+        {
+            "bundle": name,
+            "seed": 0,
+            "estimated_s": kaggle_budget.kernel_seconds({v: d["step_flops"][v] for v in defn.variants}, steps, machine),
+        }
+        for name, defn in definitions().items()
+    ]
+    estimate = kaggle_budget.describe({"members": members, "kernels": kernels}, machine)
+    return f"{estimate} (FLOPs per step by {provenance(d)}, `{_rel(path)}`)"

@@ -187,10 +187,12 @@ def run(args: argparse.Namespace, train_and_judge: Callable[[list[tuple[argparse
         plan = {k: v for k, v in read(ensemble).items() if k in ("what", "members", "config", "members_mode")}
         at_once = together(args, platform, plan.get("members_mode"))
         plan["members_mode"] = args.members_mode
-        settle(ensemble, plan)
+        ours = chosen_members(args, plan["members"])
+        settle(ensemble, plan, ours)
     else:
         at_once = together(args, platform)
         plan = {**new_plan(args), "members_mode": args.members_mode}
+        ours = chosen_members(args, plan["members"])
         ensemble = runs.new_run_dir(args.out, f"{plan['config']['preset']}-ensemble{args.members}")
     folders, known = list_bundles(fetch.fetch_bundles()).folders(), {}
     doc = write_summary(ensemble, plan, folders, known)
@@ -210,7 +212,7 @@ def run(args: argparse.Namespace, train_and_judge: Callable[[list[tuple[argparse
             replace(base, cfg=replace(base.cfg, member=m)),
         )
         for m, state in enumerate(states)
-        if not (state == "complete" or (state == "stopped" and not carry_on))
+        if m in ours and not (state == "complete" or (state == "stopped" and not carry_on))
     ]
     status = 0
     for group in ([jobs] if jobs else []) if at_once else [[job] for job in jobs]:
@@ -229,14 +231,26 @@ def run(args: argparse.Namespace, train_and_judge: Callable[[list[tuple[argparse
     return max([status, *(r.get("verify_exit") or 0 for r in done)])  # members judged before this call count too
 
 
-def settle(ensemble: Path, plan: dict) -> None:
-    """Before a resume: the ensemble's leftovers of a killed writer go, and the checkpoints of members
-    trained together that a kill caught mid-commit are completed or discarded (`runs.settle_group`)."""
+def chosen_members(args: argparse.Namespace, members: int) -> tuple[int, ...]:
+    """The members this process trains: `--member-ids` (the others are another process's, say one per
+    GPU, trained into the same ensemble folder), else all of them."""
+    if args.member_ids is None:
+        return tuple(range(members))
+    outside = [m for m in args.member_ids if m >= members]
+    if outside:
+        raise InputError(f"--member-ids: member {outside[0]} is not one of the ensemble's 0 to {members - 1}")
+    return tuple(sorted(set(args.member_ids)))
+
+
+def settle(ensemble: Path, plan: dict, members: tuple[int, ...]) -> None:
+    """Before a resume: the ensemble's leftovers of a killed writer go, and the checkpoints of the
+    `members` resumed that were trained together and that a kill caught mid-commit are completed or
+    discarded (`runs.settle_group`); the other members' are left to the process that trains them."""
     remove_temporaries(ensemble, recursive=False)
     config = plan["config"]
     for seed in config["seeds"]:
         for variant in config["variants"]:
-            paths = [runs.checkpoint_path(member_dir(ensemble, m), variant, seed) for m in range(plan["members"])]
+            paths = [runs.checkpoint_path(member_dir(ensemble, m), variant, seed) for m in members]
             done = runs.settle_group(paths, config["train"]["steps"])
             if done:
                 print(f"{variant} seed {seed}: {done}")

@@ -42,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
     args.deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
     if args.members is not None or (args.resume and ensemble.is_ensemble(args.resume)):
         return ensemble.run(args, train_and_judge)
-    if args.members_mode is not None:
-        raise InputError("--members-mode: only for an ensemble (--members K, or --resume of an ensemble folder)")
+    for given, flag in ((args.members_mode, "--members-mode"), (args.member_ids, "--member-ids")):
+        if given is not None:
+            raise InputError(f"{flag}: only for an ensemble (--members K, or --resume of an ensemble folder)")
     rerun.prepare_device()
     return train_and_judge([(args, None)])
 
@@ -152,6 +153,13 @@ def register(subparsers) -> None:
         choices=ensemble.MODES,
         help="an ensemble's members trained together (one vmapped step: default on a GPU) "
         "or one after another (default on a CPU, where it is faster)",
+    )
+    p.add_argument(
+        "--member-ids",
+        type=list_of(integer(0, schema.MAX_MEMBERS - 1, "a member number")),
+        metavar="LIST",
+        help="train only these members of the ensemble (comma-separated); the others are left to another "
+        "process training into the same folder, such as one per GPU",
     )
     p.add_argument("--quiet", action="store_true", help="no progress output or evaluation lines")
     p.set_defaults(func=run)

@@ -586,6 +586,7 @@ KAGGLE_KERNEL_JSON = Record(
         "version": Maybe(Number(1, 2**31 - 1, integer=True)),
         "url": Text(65536),
         "message": Maybe(Text(65536)),
+        "estimated_s": Maybe(Number(0)),  # the session's estimated seconds (backends.kaggle_budget)
     },
     required=("bundle", "seed", "id", "variants", "folder", "state"),
     other=None,
@@ -601,6 +602,7 @@ KAGGLE_STATE_JSON = Record(
         "accelerator": Text(256, min_len=1),
         "timeout": Number(1, 10**7, integer=True),
         "concurrency": Number(1, 1000, integer=True),
+        "members": Maybe(Number(2, MAX_MEMBERS, integer=True)),  # each kernel an ensemble (`kaggle run --members`)
         "kernels": Items(KAGGLE_KERNEL_JSON, max_len=10_000, min_len=1),
     },
     required=("username", "created", "preset", "accelerator", "timeout", "concurrency", "kernels"),

@@ -22,6 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from attngeom import schema
+from attngeom.backends import kaggle_budget, kaggle_ensemble
 from attngeom.backends.kaggle_client import (
     MAX_LISTED_OUTPUTS,
     KaggleUnavailable,
@@ -37,7 +39,7 @@ from attngeom.backends.kaggle_client import (
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
 from attngeom.backends.kaggle_state import STATE_FILE, load_state, save_state
 from attngeom.errors import InputError
-from attngeom.options import list_of, positive, seed
+from attngeom.options import integer, list_of, positive, seed
 from attngeom.training.config import PRESET_NAMES
 from attngeom.training.runs import REPORT, RUNS_DIR, new_run_dir, require_complete
 from attngeom.variants import PUBLISHED
@@ -46,7 +48,7 @@ if TYPE_CHECKING:  # importing the client authenticates; only `kaggle_client.con
     from kaggle.api.kaggle_api_extended import KaggleApi
 
 ACTIONS = ("build", "push", "status", "pull", "run")
-DEFAULT_ACCELERATOR = "NvidiaTeslaT4"  # the "GPU T4 x2" machine; the kernel uses one of its GPUs
+DEFAULT_ACCELERATOR = "NvidiaTeslaT4"  # the "GPU T4 x2" machine; a run uses one GPU, an ensemble both
 DEFAULT_TIMEOUT = 6 * 3600
 WAITING = ("PUSHED", "QUEUED", "RUNNING", "NEW_SCRIPT", "CANCEL_REQUESTED")
 FAILED = ("ERROR", "CANCEL_ACKNOWLEDGED")
@@ -77,7 +79,9 @@ def build(run: Path, username: str, seeds: list[int], bundles: list[str] | None,
         for name in bundles:
             defn = defs[name]
             folder = run / "kernels" / defn.slug(kernel_seed)
-            build_kernel(defn, username, kernel_seed, folder, settings["preset"], archive, run_id)
+            build_kernel(
+                defn, username, kernel_seed, folder, settings["preset"], archive, run_id, settings.get("members")
+            )
             kernels.append(
                 {
                     "bundle": name,
@@ -90,6 +94,8 @@ def build(run: Path, username: str, seeds: list[int], bundles: list[str] | None,
             )
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     state = {"username": username, "created": created, "run_id": run_id, **settings, "kernels": kernels}
+    if state.get("members"):
+        kaggle_budget.estimate(state)  # before the state is saved: a run that cannot fit is never started
     save_state(run, state)
     return state
 
@@ -108,7 +114,9 @@ def push(api: KaggleApi, run: Path, state: dict) -> bool:
     room = state["concurrency"] - sum(k["state"] in WAITING for k in state["kernels"])
     if not todo or room <= 0:
         return True
-    check_gpu_quota(api)
+    left_s = check_gpu_quota(api)
+    if state.get("members"):
+        kaggle_budget.check_quota(state, todo[:room], left_s)
     for kernel in todo[:room]:
         try:
             version, url = push_kernel(
@@ -169,8 +177,17 @@ def report_failures(api: KaggleApi, run: Path, state: dict) -> None:
     )
 
 
-def check_output(folder: Path, state: dict, kernel: dict) -> None:
-    """The pulled folder is complete, unchanged since its manifest, and made by this run's kernel.
+def check_output(folder: Path, state: dict, kernel: dict) -> dict | None:
+    """The pulled folder, or each member of the pulled ensemble (`kaggle_ensemble.check_members`: its plan,
+    returned), is complete, unchanged since its manifest, and made by this run's kernel."""
+    if state.get("members"):
+        return kaggle_ensemble.check_members(folder, state, kernel, check_run)
+    check_run(folder, state, kernel)
+    return None
+
+
+def check_run(folder: Path, state: dict, kernel: dict) -> None:
+    """One pulled run folder is complete, unchanged since its manifest, and made by this run's kernel.
 
     Identities only (sha256 of every file the kernel listed, the run id, bundle and seed it stamped):
     nothing here reads a measured value, so round-off on Kaggle's GPU cannot refuse a valid output;
@@ -187,12 +204,19 @@ def check_output(folder: Path, state: dict, kernel: dict) -> None:
         )
 
 
+def pulled_root(dest: Path, state: dict) -> Path:
+    """Where a pulled kernel's run lies: `dest/attngeom-run`, or `dest` itself for an ensemble (so that
+    each bundle's ensemble folder has a name of its own for `summary`)."""
+    return dest if state.get("members") else dest / OUTPUT_DIR
+
+
 def pull_one(api: KaggleApi, run: Path, state: dict, kernel: dict) -> Path:
-    """Download one finished kernel's output, check it against its manifest and run, move it to `run/outputs`."""
+    """Download one finished kernel's output, check it against its manifest and run, move it to `run/outputs`
+    (an ensemble's with its ensemble.json written here: `kaggle_ensemble.summarise`)."""
     dest = run / "outputs" / f"{kernel['bundle']}-s{kernel['seed']}"
     if dest.is_dir():
         try:
-            check_output(dest / OUTPUT_DIR, state, kernel)
+            check_output(pulled_root(dest, state), state, kernel)
             return dest  # a good bundle is never overwritten
         except InputError:
             (run / "rejected").mkdir(exist_ok=True)  # a damaged copy: set aside, not deleted
@@ -201,7 +225,9 @@ def pull_one(api: KaggleApi, run: Path, state: dict, kernel: dict) -> Path:
     shutil.rmtree(incoming, ignore_errors=True)  # only ever an earlier download that failed its check
     listed = download_output(api, pushed_ref(kernel), incoming)
     try:
-        check_output(incoming / OUTPUT_DIR, state, kernel)
+        plan = check_output(incoming / OUTPUT_DIR, state, kernel)
+        if plan is not None:
+            kaggle_ensemble.summarise(incoming / OUTPUT_DIR, plan)
     except InputError as exc:
         note = f" (Kaggle lists at most {MAX_LISTED_OUTPUTS} output files)" if len(listed) >= MAX_LISTED_OUTPUTS else ""
         raise InputError(
@@ -209,7 +235,8 @@ def pull_one(api: KaggleApi, run: Path, state: dict, kernel: dict) -> Path:
             f"pull again with `./reproduce.sh kaggle pull --run {run}`"
         ) from exc
     dest.parent.mkdir(exist_ok=True)
-    os.replace(incoming, dest)
+    os.replace(incoming / OUTPUT_DIR if state.get("members") else incoming, dest)
+    shutil.rmtree(incoming, ignore_errors=True)  # what else Kaggle kept beside an ensemble
     return dest
 
 
@@ -225,7 +252,10 @@ def pull(api: KaggleApi, run: Path, state: dict) -> None:
 
 
 def judge(run: Path, state: dict) -> int:
-    """Verify the seed-0 bundles with the rerun tier; the report goes to `run/report`."""
+    """Verify the seed-0 bundles with the rerun tier; the report goes to `run/report`. An ensemble's members
+    were judged on Kaggle, each into its own report: their verdicts are shown (`kaggle_ensemble.judge`)."""
+    if state.get("members"):
+        return kaggle_ensemble.judge([run / "outputs" / f"{k['bundle']}-s{k['seed']}" for k in state["kernels"]])
     variants = tuple(v for v in PUBLISHED if any(k["seed"] == 0 and v in k["variants"] for k in state["kernels"]))
     if not variants:
         print("no seed-0 kernels in this run: the bundles are pulled and checked, nothing to judge", flush=True)
@@ -289,10 +319,12 @@ def main(args: argparse.Namespace) -> int:
         settings = {
             "preset": args.preset,
             "accelerator": DEFAULT_ACCELERATOR,
-            "timeout": DEFAULT_TIMEOUT,
+            "timeout": kaggle_budget.MAX_SESSION_S if args.members else DEFAULT_TIMEOUT,
             "concurrency": 2,
         }
         settings.update({k: v for k, v in overrides.items() if v is not None})
+        if args.members:
+            settings["members"] = args.members
         bundles = list(args.bundles) if args.bundles else None
         state = build(run, args.username or username_of(api), sorted(args.seeds), bundles, settings)
         print(f"built {len(state['kernels'])} kernel(s) in {run}/kernels", flush=True)
@@ -300,6 +332,8 @@ def main(args: argparse.Namespace) -> int:
             return 0
     else:
         state = load_state(run)
+        if args.members not in (None, state.get("members")):
+            raise InputError(f"--members {args.members}: {run} was built with {state.get('members') or 'no'} members")
         state.update({k: v for k, v in overrides.items() if v is not None})
         if args.action == "run":  # continuing a run retries the kernels that failed
             for kernel in state["kernels"]:
@@ -350,11 +384,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--bundles", type=list_of(str), help="comma-separated kernel definitions in kaggle/ (default: all)")
     p.add_argument("--preset", choices=PRESET_NAMES, default="paper", help="training preset inside the kernel")
+    p.add_argument(
+        "--members",
+        type=integer(2, schema.MAX_MEMBERS, "a number of members"),
+        metavar="K",
+        help="each kernel trains an ensemble of K members (`rerun --members K`), split over the machine's GPUs; "
+        "the GPU hours are estimated first, and a run that cannot fit the session or the quota left is refused",
+    )
     p.add_argument("--accelerator", help=f"Kaggle machine shape (default {DEFAULT_ACCELERATOR}, the T4 x2 machine)")
     p.add_argument(
         "--timeout",
         type=positive,
-        help="seconds a kernel may run (default 6 h); `run` waits that long per round of --concurrency kernels",
+        help="seconds a kernel may run (default 6 h; with --members 12 h, Kaggle's longest session); "
+        "`run` waits that long per round of --concurrency kernels",
     )
     p.add_argument("--concurrency", type=positive, help="kernels running at once (default 2)")
     p.add_argument("--poll", type=float, default=30.0, help="first polling interval in seconds; it backs off to 10x")

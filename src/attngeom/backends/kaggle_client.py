@@ -144,22 +144,25 @@ def _hours(delta) -> str:
     return f"{delta.total_seconds() / 3600:.1f} h" if delta is not None else "?"
 
 
-def check_gpu_quota(api: KaggleApi) -> None:
-    """Say what GPU quota the service reports, and refuse to push when none is left (or there is none)."""
+def check_gpu_quota(api: KaggleApi) -> float | None:
+    """Say what GPU quota the service reports, and refuse to push when none is left (or there is none);
+    the seconds left, None when the quota could not be read."""
     try:
         reply = call("GPU quota", api.quota_view)
     except InputError as exc:  # advisory only: the push reply has the last word
         print(f"warning: could not read the GPU quota ({exc}); pushing anyway", file=sys.stderr, flush=True)
-        return
+        return None
     quota = reply.gpu_quota
     if quota is None or quota.total_time_allowed is None:
         print("GPU quota: not reported by Kaggle", flush=True)
-        return
+        return None
     allowed, used = quota.total_time_allowed, quota.time_used
     refresh = reply.quota_refresh_time
     print(f"GPU quota: {_hours(used)} used of {_hours(allowed)} this week (refreshes {refresh})", flush=True)
-    if allowed.total_seconds() - (used.total_seconds() if used is not None else 0.0) <= 0:
+    left = allowed.total_seconds() - (used.total_seconds() if used is not None else 0.0)
+    if left <= 0:
         raise InputError(f"no GPU quota left ({_hours(allowed)} this week, next refresh {refresh}); {GPU_HELP}")
+    return left
 
 
 def push_kernel(api: KaggleApi, kernel_id: str, folder: Path, timeout: int, accelerator: str) -> tuple[int, str]:

@@ -9,7 +9,7 @@ with exactly the code of this checkout: it installs the lock with uv and `--requ
 into a fresh environment, drops the image's system CUDA from `LD_LIBRARY_PATH`, checks that jax
 can use the GPU, runs `python -m attngeom rerun` and leaves the bundle
 folder with its `manifest.json` under `attngeom-run/` in the working directory, which Kaggle
-keeps as output.
+keeps as output (with `--members K`, the ensemble folder: `ensemble.json` and `member-<m>/`).
 """
 
 from __future__ import annotations
@@ -103,8 +103,11 @@ def source_archive(repo: Path = REPO, lock: Path = GPU_LOCK) -> bytes:
     return raw.getvalue()
 
 
-def kernel_script(defn: KernelDef, seed: int, preset: str, archive: bytes, run_id: str = "") -> str:
-    """The kernel's Python script: `kernel_main`'s source, the settings and the payload, then a call to `main`."""
+def kernel_script(
+    defn: KernelDef, seed: int, preset: str, archive: bytes, run_id: str = "", members: int | None = None
+) -> str:
+    """The kernel's Python script: `kernel_main`'s source, the settings and the payload, then a call to `main`
+    (`members`: an ensemble of that many members instead of one run)."""
     if preset not in PRESET_NAMES:
         raise InputError(f"unknown preset '{preset}' (choose from {', '.join(PRESET_NAMES)})")
     b64 = base64.b64encode(archive).decode("ascii")
@@ -114,6 +117,7 @@ def kernel_script(defn: KernelDef, seed: int, preset: str, archive: bytes, run_i
         "VARIANTS": ",".join(defn.variants),
         "SEED": str(seed),
         "PRESET": preset,
+        "MEMBERS": str(members or ""),
         "OUTPUT_DIR": OUTPUT_DIR,
         "RUN_ID": run_id,
         "SOURCE_SHA256": hashlib.sha256(archive).hexdigest(),
@@ -132,12 +136,14 @@ def build_kernel(
     preset: str = "paper",
     archive: bytes | None = None,
     run_id: str = "",
+    members: int | None = None,
 ) -> Path:
     """Write `kernel-metadata.json` and the script into `folder`, ready for `kaggle kernels push`."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     metadata = kernel_metadata(defn, username, seed)
-    script = kernel_script(defn, seed, preset, archive if archive is not None else source_archive(), run_id)
+    archive = archive if archive is not None else source_archive()
+    script = kernel_script(defn, seed, preset, archive, run_id, members)
     (folder / metadata["code_file"]).write_text(script, encoding="utf-8")
     (folder / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
     return folder

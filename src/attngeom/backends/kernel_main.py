@@ -12,7 +12,9 @@ cache left behind. Every process in that environment gets a library path without
 system CUDA (`clean_library_path`), and a probe with `JAX_PLATFORMS=cuda` stops the kernel with
 the cause when jax cannot use the GPU. It trains with the local backend on one GPU, stamps the run's id into the
 bundle folder's `manifest.json` (so outputs of an older push are recognised) and leaves that
-folder in the working directory, which Kaggle keeps as output.
+folder in the working directory, which Kaggle keeps as output. With `MEMBERS` set it trains an
+ensemble (`rerun --members K`) into that folder instead, its members split over the session's GPUs
+(one process per GPU, each a vmapped group), and stamps every member's manifest.
 `ATTNGEOM_KERNEL_PYTHON=/path/to/python` skips the install and trains with that interpreter,
 which must already have the locked packages.
 """
@@ -197,12 +199,57 @@ def stamp_manifest(out: Path, settings: dict) -> None:
     os.replace(part, path)
 
 
+def gpu_ids(devices: Path = Path("/dev")) -> list[str]:
+    """The GPUs of this session, as CUDA numbers them: `CUDA_VISIBLE_DEVICES` when set, else one per
+    `/dev/nvidia<N>` device file (Kaggle's T4 x2 machine has two)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [d for d in visible.split(",") if d.strip()]
+    numbered = (re.fullmatch(r"nvidia(\d+)", p.name) for p in devices.glob("nvidia*"))
+    return sorted((m[1] for m in numbered if m), key=int)
+
+
+def member_groups(members: int, gpus: int) -> list[list[int]]:
+    """The ensemble's members 0 to `members` - 1 in one contiguous group per GPU (at most one group per
+    member; one group when there is no GPU): each GPU trains its group as one vmapped step."""
+    n = max(1, min(gpus, members))
+    return [list(range(i * members // n, (i + 1) * members // n)) for i in range(n)]
+
+
+def train_ensemble(python: str, env: dict, repo: Path, out: Path, settings: dict, gpus: list[str]) -> list[int]:
+    """`rerun --members K` into `out`, its members split over the GPUs: one process per GPU, each pinned to
+    it and training its group (`--member-ids`) into the same ensemble folder. The first process creates the
+    folder; the others resume it once its ensemble.json is there. Their exit statuses."""
+    members = int(settings["MEMBERS"])
+    groups = member_groups(members, len(gpus))
+
+    def start(group: list[int], gpu: str | None, args: list[str]) -> subprocess.Popen:
+        ids = ["--member-ids", ",".join(map(str, group))] if len(groups) > 1 else []
+        cmd = [python, "-m", "attngeom", "rerun", *args, *ids, "--quiet"]
+        say(f"members {', '.join(map(str, group))}" + (f" on GPU {gpu}" if gpu is not None else ""))
+        print("+ " + " ".join(cmd), flush=True)
+        pinned = dict(env, CUDA_VISIBLE_DEVICES=gpu) if gpu is not None else env
+        return subprocess.Popen(cmd, env=pinned, cwd=str(repo))
+
+    plan = ["--preset", settings["PRESET"], "--variants", settings["VARIANTS"], "--seeds", settings["SEED"]]
+    first = start(groups[0], gpus[0] if gpus else None, [*plan, "--members", str(members), "--out", str(out)])
+    procs = [first]
+    if len(groups) > 1:
+        while not (out / "ensemble.json").is_file() and first.poll() is None:
+            time.sleep(1)
+        if (out / "ensemble.json").is_file():  # else the first process failed before it began: its status says why
+            procs += [start(g, gpu, ["--resume", str(out)]) for g, gpu in zip(groups[1:], gpus[1:])]
+    return [p.wait() for p in procs]
+
+
 def main(settings: dict, source_b64: str) -> None:
-    """Unpack, install, train `settings["BUNDLE"]` for one seed, and leave the bundle as the kernel's output."""
+    """Unpack, install, train `settings["BUNDLE"]` for one seed (or an ensemble of it), and leave the
+    bundle folder (or the ensemble folder) as the kernel's output."""
     if not PYTHONS[0] <= sys.version_info[:2] <= PYTHONS[1]:
         sys.exit(f"attngeom kernel: Python {sys.version.split()[0]} is not supported (3.11 to 3.13 train)")
     os.environ["PYTHONSAFEPATH"] = "1"  # no Python it starts (pip, jax's check, the rerun) imports from its folder
     on_kaggle = bool(os.environ.get("KAGGLE_KERNEL_RUN_TYPE"))
+    gpus = gpu_ids()  # before kernel_env pins one for a single run
     work = KAGGLE_WORKING if on_kaggle and KAGGLE_WORKING.is_dir() else Path.cwd()
     scratch = Path(tempfile.mkdtemp(prefix="attngeom-kernel-"))
     repo = scratch / "repo"
@@ -212,14 +259,21 @@ def main(settings: dict, source_b64: str) -> None:
     if on_kaggle and settings["PRESET"] != "smoke":  # the smoke preset trains on whatever jax finds
         require_gpu(python, env)
     out = work / settings["OUTPUT_DIR"]
-    cmd = [python, "-m", "attngeom", "rerun", "--preset", settings["PRESET"]]
-    cmd += ["--out", str(out), "--variants", settings["VARIANTS"], "--seeds", settings["SEED"], "--quiet"]
-    print("+ " + " ".join(cmd), flush=True)
-    status = subprocess.run(cmd, check=False, env=env, cwd=str(repo)).returncode
     what = f"{settings['BUNDLE']} seed {settings['SEED']}"
+    if settings.get("MEMBERS"):
+        statuses = train_ensemble(python, env, repo, out, settings, gpus)
+        folders = [out / f"member-{m}" for m in range(int(settings["MEMBERS"]))]
+        what += f", {settings['MEMBERS']} members"
+    else:
+        cmd = [python, "-m", "attngeom", "rerun", "--preset", settings["PRESET"]]
+        cmd += ["--out", str(out), "--variants", settings["VARIANTS"], "--seeds", settings["SEED"], "--quiet"]
+        print("+ " + " ".join(cmd), flush=True)
+        statuses, folders = [subprocess.run(cmd, check=False, env=env, cwd=str(repo)).returncode], [out]
     # 1 = trained, but a claim misses its tolerance: the bundle is still the result to pull.
-    if status not in (0, 1) or not (out / "manifest.json").is_file():
-        sys.exit(f"attngeom kernel: training {what} failed (exit status {status})")
-    stamp_manifest(out, settings)
+    for folder in folders:
+        if (folder / "manifest.json").is_file():
+            stamp_manifest(folder, settings)
+    if any(status not in (0, 1) for status in statuses) or not all((f / "manifest.json").is_file() for f in folders):
+        sys.exit(f"attngeom kernel: training {what} failed (exit status {', '.join(map(str, statuses))})")
     shutil.rmtree(scratch, ignore_errors=True)
-    say(f"{what} done; bundle and manifest in {out}")
+    say(f"{what} done; bundles and manifests in {out}")
