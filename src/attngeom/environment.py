@@ -34,6 +34,10 @@ NEEDS = {
     "docs": ("cogapp",),
 }
 """The modules a command needs beyond EVERY_COMMAND, by its name as reproduce.sh gives it."""
+CARRIED = ("pooch", "platformdirs", "tenacity")
+"""The pure-Python packages (and their own needs) that GPU images often lack: bench/gpu_carry.py
+carries their locked wheels to such a machine; the lent machine's image has every other one the
+GPU check needs (numpy, scipy, requests, matplotlib, threadpoolctl, jax, flax, optax, tqdm, packaging)."""
 
 
 def needed(command: str) -> tuple[str, ...]:
@@ -52,7 +56,7 @@ def require(command: str) -> None:
     if lacking:
         given = os.environ.get(SYSTEM_PYTHON) or sys.executable
         sys.stderr.write(
-            f"error: {SYSTEM_PYTHON}={given}: `{command}` needs the module(s) {', '.join(lacking)}, which this "
+            f"error: {SYSTEM_PYTHON}={given}: `{command.replace('-', ' ')}` needs the module(s) {', '.join(lacking)}, which this "
             "interpreter does not have (install them, or carry their wheels: bench/gpu_carry.sh)\n"
         )
         sys.exit(2)
@@ -63,20 +67,29 @@ def lock_path() -> Path:
     return Path(os.environ.get("ATTNGEOM_LOCK") or REPO / LOCK)
 
 
-def pins(lock: Path, marker_environment: dict[str, str] | None = None) -> dict[str, str]:
-    """name -> version of every `name==version` pin of a `uv pip compile` lock whose marker holds for this
-    interpreter (or for `marker_environment`, PEP 508 names such as python_full_version)."""
+def entries(lock: Path, marker_environment: dict[str, str] | None = None) -> dict[str, tuple[str, list[str]]]:
+    """name -> (version, sha256 hashes) of every `name==version` pin of a `uv pip compile --generate-hashes`
+    lock whose marker holds for this interpreter (or for `marker_environment`: PEP 508 names such as
+    python_version overriding this interpreter's)."""
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    found = {}
+    found: dict[str, tuple[str, list[str]]] = {}
+    hashes: list[str] = []  # those of the pin being read, or of one whose marker does not hold
     for line in lock.read_text(encoding="utf-8").splitlines():
-        if not line[:1].isalnum() or "==" not in line:
-            continue  # comments, hashes and `# via` lines
-        req = Requirement(line.rstrip(" \\"))
-        if req.marker is None or req.marker.evaluate(marker_environment):
-            found[canonicalize_name(req.name)] = next(iter(req.specifier)).version
+        if line.startswith("    --hash="):
+            hashes.append(line.split("=", 1)[1].rstrip(" \\"))
+        elif line[:1].isalnum() and "==" in line:
+            req = Requirement(line.rstrip(" \\"))
+            hashes = []
+            if req.marker is None or req.marker.evaluate(marker_environment):
+                found[canonicalize_name(req.name)] = (next(iter(req.specifier)).version, hashes)
     return found
+
+
+def pins(lock: Path) -> dict[str, str]:
+    """name -> version of every pin of the lock that holds for this interpreter."""
+    return {name: version for name, (version, _) in entries(lock).items()}
 
 
 def against_lock(used: dict[str, str]) -> dict:
