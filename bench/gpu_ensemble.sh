@@ -9,7 +9,7 @@
 # `summary` keeps both ensembles in OUTDIR/ensemble-PRESET.json, the file `bands` reads, and the work
 # folder's ensembles carry on with `rerun --resume`. The whole command takes at most ATTNGEOM_ENSEMBLE_S
 # seconds (540; with --smoke 1800: 2 members, the smoke preset, softmax second).
-judge_s="${ATTNGEOM_JUDGE_S:-40}"  # judging one member's run, seconds
+judge_s="${ATTNGEOM_MODEL_JUDGE_S:-15}"  # judging one model of one member, seconds (verify with 16 windows: a few)
 keep_s=30                          # the summary and the results at the end, seconds
 if [ "$smoke" = 1 ]; then
   preset=smoke members=2 windows=2 more=softmax limit="${ATTNGEOM_ENSEMBLE_S:-1800}"
@@ -23,7 +23,8 @@ left() {  # left N: the seconds left once N more are kept, at least 1
 }
 
 ensemble() {  # ensemble NAME VARIANTS: one ensemble sized to the time left, into $work/NAME; recorded in steps.txt
-  local name="$1" variants="$2" reserve=$((judge_s * members + keep_s)) began=$SECONDS rc sized
+  local name="$1" variants="$2" began=$SECONDS rc sized
+  local reserve=$((judge_s * members * ($(tr -cd , <<<"$variants" | wc -c) + 1) + keep_s))
   echo "gpu_ensemble: sizing $members members of $variants ($preset) to train in $(left "$reserve") s" >&2
   mapfile -t sized < <("$python" "$here/bench/gpu_budget.py" --seconds "$(left "$reserve")" --members "$members" \
     --preset "$preset" --variants "$variants" --json "$work/${name}_budget.json" 2>"$work/${name}_budget.log")
@@ -39,7 +40,7 @@ ensemble() {  # ensemble NAME VARIANTS: one ensemble sized to the time left, int
 
 ensemble ensemble-yat_b yat_b
 # The second ensemble compiles its own steps: worth it with a minute of training left beyond that.
-if [ "$(left $((judge_s * members + keep_s + 60)))" -gt 60 ]; then
+if [ "$(left $((judge_s * members * 2 + keep_s + 60)))" -gt 60 ]; then
   ensemble "ensemble-${more//,/-}" "$more"
 else
   echo "ensemble-${more//,/-} skipped $(left 0) s left after yat_b" >>"$work/steps.txt"
