@@ -90,3 +90,10 @@ def test_the_check_runs_on_the_standard_library_alone():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_reports_provenance_holds_the_environment_against_the_lock():
+    from attngeom.report import provenance
+
+    p = provenance({}, {})
+    assert p["environment"] == environment.against_lock(p["versions"])
