@@ -24,12 +24,12 @@
 # gpu_check.json (every figure: device, versions and how they differ from the lock, the fidelity
 # verdict and losses, steps/s, the rerun's wall times and verdicts, the Kaggle library check, each
 # step's exit status and wall time) and gpu_check.tar.gz (every step's log, manifests, reports and
-# summaries, no bundles); the steps' own folders stay in a work folder it names.
+# summaries, no bundle arrays or checkpoints); the steps' own folders stay in a work folder it names.
 #
 # The rerun is sized to the time left of ATTNGEOM_CHECK_S seconds (540; 3600 with --smoke) once the
-# Kaggle check (ATTNGEOM_KAGGLE_S, 90, when it runs) and judging (ATTNGEOM_JUDGE_S, 40) are kept:
-# bench/gpu_budget.py estimates it from the FLOPs of the compiled step and stops it after the step that
-# fits, and `rerun --time-limit` holds it to that time.
+# Kaggle check (ATTNGEOM_KAGGLE_S, 90, when it runs) and judging (ATTNGEOM_MODEL_JUDGE_S, 15, per model)
+# are kept: bench/gpu_budget.py estimates it from the FLOPs of the compiled step and stops it after the
+# step that fits, and `rerun --time-limit` holds it to that time.
 #
 # A step that fails is recorded with its exit status and the next one still runs; the script's own exit
 # status is 0 when every step that ran passed, 1 when one failed, 2 when it could not start.
@@ -87,7 +87,8 @@ fi
 
 step fidelity "$repro" fidelity "${fidelity_args[@]}" --out "$work/fidelity"
 step bench_train "$repro" bench train "${bench_args[@]}" --json "$work/bench_train.json"
-reserve=$((${ATTNGEOM_KAGGLE_S:-90} * kaggle + ${ATTNGEOM_JUDGE_S:-40} + 20))
+models=$(($(tr -cd , <<<"$rerun_variants" | wc -c) + 1))
+reserve=$((${ATTNGEOM_KAGGLE_S:-90} * kaggle + ${ATTNGEOM_MODEL_JUDGE_S:-15} * models + 20))
 train_s=$((check_s - SECONDS - reserve))
 mapfile -t sized < <("$python" "$here/bench/gpu_budget.py" --seconds "$((train_s < 1 ? 1 : train_s))" \
   --preset "$preset" --variants "$rerun_variants" --json "$work/rerun_budget.json" 2>"$work/rerun_budget.log")
