@@ -1,6 +1,6 @@
 """Fill the checkout's carry/ folder for the GPU check on a machine without network, and print what travels.
 
-    python bench/gpu_carry.py [--mirror DIR] [--python-version 3.12]
+    .venv/bin/python bench/gpu_carry.py [--mirror DIR] [--python-version 3.12]
 
 - `carry/mirror/`: every remote file the package reads (`fetch.REGISTRY`: the corpus, the author's script,
   the published bundles, the companion's runs), copied from the mirror (`--mirror`, else ATTNGEOM_MIRROR,
@@ -97,7 +97,9 @@ def travelling_bytes() -> int:
 
 def main() -> int:
     parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mirror", type=Path, help="the mirror to copy (default: ATTNGEOM_MIRROR, else ../shared/mirror)")
+    parser.add_argument(
+        "--mirror", type=Path, help="the mirror to copy (default: ATTNGEOM_MIRROR, else ../shared/mirror)"
+    )
     parser.add_argument("--python-version", default="3.12", help="the Python of the GPU machine (default 3.12)")
     args = parser.parse_args()
     source = args.mirror or fetch.mirror_dir() or REPO.parent / "shared" / "mirror"

@@ -7,7 +7,7 @@
 # the kernel does, with a folder of CUDA 12.8 libraries on LD_LIBRARY_PATH as in Kaggle's image; it
 # needs a package index, so offline it is recorded as skipped).
 #
-#   python bench/gpu_carry.py            here, first: fills carry/ (the mirror's files, a few wheels)
+#   .venv/bin/python bench/gpu_carry.py   here, first: fills carry/ (the mirror's files, a few wheels)
 #   ATTNGEOM_SYSTEM_PYTHON=python3 bench/gpu_check.sh [OUTDIR]    there: results under $OUT if set, else OUTDIR
 #   bench/gpu_check.sh --smoke OUTDIR    every step, tiny, the rerun of softmax alone (any machine; a test
 #                                        rehearses it on a CPU, offline, as on the GPU machine)

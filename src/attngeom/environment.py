@@ -126,4 +126,3 @@ def describe(env: dict | None) -> str:
         return f"the locked environment ({env['lock']})"
     diffs = ", ".join(f"{k} {v['used'] or 'absent'} (locked {v['locked']})" for k, v in env["differences"].items())
     return f"{NOT_LOCKED} ({env['lock']}): {diffs}"
-
