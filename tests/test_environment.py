@@ -50,12 +50,12 @@ def test_the_pins_are_those_whose_marker_holds_with_their_own_hashes(lock):
 def test_the_versions_of_the_lock_are_the_locked_environment_and_any_other_is_named(lock):
     used = {"attngeom": "1", "python": "3.12.3", "numpy": "2.4.6", "jax": "0.10.2", "pooch": "1.9.0"}
     same = environment.against_lock(used)
-    assert same == {"lock": "some.lock", "locked": True, "differences": {}}
-    assert environment.describe(same) == "the locked environment (some.lock)"
+    line = "the locked environment (some.lock)"
+    assert same == {"lock": "some.lock", "locked": True, "differences": {}, "line": line}
     other = environment.against_lock({**used, "jax": "0.11.2"})
     assert other["locked"] is False and other["differences"] == {"jax": {"used": "0.11.2", "locked": "0.10.2"}}
     without = {k: v for k, v in used.items() if k != "pooch"}
-    assert environment.describe(environment.against_lock(without)) == (
+    assert environment.against_lock(without)["line"] == (
         "not the locked environment (some.lock): pooch absent (locked 1.9.0)"
     )
 

@@ -63,6 +63,7 @@ def _rehearse(checkout: Path, out: Path, *args: str) -> dict[str, Path]:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert not (checkout / ".venv").exists() and f"mirror {checkout / 'carry' / 'mirror'}" in done.stderr
+    assert {"pooch", "tenacity", "platformdirs"} <= {p.name for p in (checkout / "carry" / "site").iterdir()}
     files = {str(p.relative_to(out)): p for p in out.rglob("*") if p.is_file()}
     assert 0 < len(files) <= 8 and all(
         p.stat().st_size <= 16 << 20 and len(p.relative_to(out).parts) <= 3 for p in files.values()

@@ -94,8 +94,8 @@ def pins(lock: Path) -> dict[str, str]:
 
 def against_lock(used: dict[str, str]) -> dict:
     """Whether the versions `used` (files.versions: library -> version) are the lock's, and where not:
-    {"lock", "locked", "differences": library -> {"used", "locked"}} (a library the lock pins and this
-    interpreter lacks is used as null). `locked` is null when the lock cannot be read."""
+    {"lock", "locked", "differences": library -> {"used", "locked"}, "line": `describe`'s} (a library the
+    lock pins and this interpreter lacks is used as null). `locked` is null when the lock cannot be read."""
     from packaging.utils import canonicalize_name
 
     from attngeom.files import LIBRARIES
@@ -104,7 +104,8 @@ def against_lock(used: dict[str, str]) -> dict:
     try:
         pinned = pins(lock)
     except (OSError, ValueError, ImportError) as e:
-        return {"lock": lock.name, "locked": None, "note": f"the lock could not be read ({e.__class__.__name__})"}
+        doc = {"lock": lock.name, "locked": None, "note": f"the lock could not be read ({e.__class__.__name__})"}
+        return doc | {"line": describe(doc)}
     differences = {}
     for lib in LIBRARIES:
         want = pinned.get(canonicalize_name(lib))
@@ -113,7 +114,7 @@ def against_lock(used: dict[str, str]) -> dict:
     doc = {"lock": lock.name, "locked": not differences, "differences": differences}
     if os.environ.get(SYSTEM_PYTHON):
         doc["interpreter"] = os.environ[SYSTEM_PYTHON]
-    return doc
+    return doc | {"line": describe(doc)}
 
 
 def describe(env: dict | None) -> str:
