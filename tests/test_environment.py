@@ -47,13 +47,16 @@ def test_the_pins_are_those_whose_marker_holds_with_their_own_hashes(lock):
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="the sample lock pins jax for Python 3.11 and newer")
-def test_the_versions_of_the_lock_are_the_locked_environment_and_any_other_is_named(lock):
+def test_the_versions_of_the_lock_are_the_locked_environment_and_any_other_is_named(lock, monkeypatch):
+    monkeypatch.delenv(environment.SYSTEM_PYTHON, raising=False)
     used = {"attngeom": "1", "python": "3.12.3", "numpy": "2.4.6", "jax": "0.10.2", "pooch": "1.9.0"}
     same = environment.against_lock(used)
     line = "the locked environment (some.lock)"
     assert same == {"lock": "some.lock", "locked": True, "differences": {}, "line": line}
     other = environment.against_lock({**used, "jax": "0.11.2"})
     assert other["locked"] is False and other["differences"] == {"jax": {"used": "0.11.2", "locked": "0.10.2"}}
+    monkeypatch.setenv(environment.SYSTEM_PYTHON, "/opt/image/python3")
+    assert environment.against_lock(used)["interpreter"] == "/opt/image/python3"
     without = {k: v for k, v in used.items() if k != "pooch"}
     assert environment.against_lock(without)["line"] == (
         "not the locked environment (some.lock): pooch absent (locked 1.9.0)"
