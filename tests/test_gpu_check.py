@@ -2,8 +2,8 @@
 on an interpreter that already holds the packages, from a checkout whose carry/ folder bench/gpu_carry.py
 filled, its results within what such a machine hands back.
 
-This module sorts after test_fidelity and test_ensemble, so that the session's compilation cache already
-holds most of the steps it compiles (the fidelity step, the smoke reruns)."""
+Its tests run last (`last`, tests/conftest.py), when the session's compilation cache already holds most of
+the steps they compile (the fidelity step, the smoke reruns, members of yat_b trained together)."""
 
 from __future__ import annotations
 
@@ -72,6 +72,7 @@ def _rehearse(checkout: Path, out: Path, *args: str) -> dict[str, Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.last
 def test_the_gpu_check_rehearsed_offline_runs_every_step_and_hands_back_its_results_whole(gpu_checkout, tmp_path):
     out = tmp_path / "out"
     files = _rehearse(gpu_checkout, out, "--smoke")
@@ -90,6 +91,7 @@ def test_the_gpu_check_rehearsed_offline_runs_every_step_and_hands_back_its_resu
 
 
 @pytest.mark.slow
+@pytest.mark.last
 def test_the_gpu_ensemble_rehearsed_offline_writes_the_summary_bands_reads(gpu_checkout, tmp_path):
     out = tmp_path / "out"
     files = _rehearse(gpu_checkout, out, "--smoke", "--ensemble")
