@@ -37,16 +37,18 @@ LIMIT_BYTES = 64 << 20  # what a lent machine is sent: the checkout and its carr
 
 
 def fill_mirror(source: Path, to: Path) -> None:
-    """Copy every file of fetch.REGISTRY from the mirror `source` to `to`, each checked against its sha256."""
-    shutil.rmtree(to, ignore_errors=True)
+    """Copy every file of fetch.REGISTRY from the mirror `source` to `to`, each checked against its sha256
+    first (a mirror that lacks one, or holds another, leaves `to` as it was)."""
     for url, sha in fetch.REGISTRY.items():
-        src, dst = source / fetch.url_path(url), to / fetch.url_path(url)
+        src = source / fetch.url_path(url)
         if not src.is_file():
             raise InputError(f"{src}: not in the mirror {source} (the GPU check reads it)")
         if sha256_file(src) != sha:
             raise InputError(f"{src}: sha256 differs from the pinned one; the mirror is corrupt")
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dst)
+    shutil.rmtree(to, ignore_errors=True)
+    for url in fetch.REGISTRY:
+        (to / fetch.url_path(url)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / fetch.url_path(url), to / fetch.url_path(url))
 
 
 def fill_wheels(to: Path, python_version: str) -> list[str]:

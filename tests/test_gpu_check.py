@@ -48,6 +48,18 @@ def gpu_checkout(tmp_path_factory) -> Path:
     return copy
 
 
+def test_a_mirror_without_the_files_the_check_reads_is_one_error_line(tmp_path):
+    (tmp_path / "mirror").mkdir()
+    done = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "gpu_carry.py"), "--mirror", str(tmp_path / "mirror")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and len(done.stderr.splitlines()) == 1
+    assert "not in the mirror" in done.stderr and "Traceback" not in done.stderr
+
+
 def _rehearse(checkout: Path, out: Path, *args: str) -> dict[str, Path]:
     """bench/gpu_check.sh `args` as on the lent GPU machine: offline, on this interpreter as the system's (no
     environment built), the mirror and the wheels read from carry/, a fresh download cache (the session's
