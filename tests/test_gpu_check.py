@@ -66,6 +66,7 @@ def _rehearse(checkout: Path, out: Path, *args: str) -> dict[str, Path]:
     compiled steps are reused), results under $OUT. It must pass, within the limits of what comes back."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ATTNGEOM_MIRROR", "ATTNGEOM_VENV")}
     env |= {"ATTNGEOM_SYSTEM_PYTHON": sys.executable, "OUT": str(out), "ATTNGEOM_CACHE": str(out.parent / "cache")}
+    env["TMPDIR"] = str(out.parent)  # the work folder the check keeps (run folders, checkpoints) goes with the test's
     done = subprocess.run(
         [*_offline(), str(checkout / "bench" / "gpu_check.sh"), *args],
         env=env,
