@@ -7,8 +7,13 @@
 #   ./reproduce.sh bench verify|train [--quick]           time the verify stage or the training
 #   ./reproduce.sh --help                                 every subcommand
 #
-# The first run builds a virtual environment from the hash-pinned requirements.lock.
+# The first run builds a virtual environment from the hash-pinned requirements.lock, in .venv or
+# ATTNGEOM_VENV=DIR, with the Python on PATH or ATTNGEOM_PYTHON=/path/to/python (the one that builds it).
 # ATTNGEOM_LOCK=FILE picks another lock (the Docker image uses requirements-cuda.lock).
+# ATTNGEOM_SYSTEM_PYTHON=/path/to/python instead runs every command on that interpreter, which already
+# holds the packages (a GPU image, a shared server): nothing is built or installed, ATTNGEOM_VENV and
+# ATTNGEOM_PYTHON are not used, each command first looks for the modules it needs (a missing one is
+# one `error:` line and 2), and reports and manifests say where the versions differ from the lock.
 # ATTNGEOM_MIRROR=DIR replaces the network with a local copy laid out as DIR/<host>/<path>.
 # Its own failures end like the program's: one `error:` line and 2 (unusable input or setting),
 # 3 (internal error), or one line and 128 + the signal (Ctrl-C 130, SIGTERM 143, SIGHUP 129).
@@ -102,8 +107,33 @@ ensure_venv() {
   { echo "$want" >"$venv/$DONE" && rm -f "$venv/$BUILDING"; } 2>/dev/null || die "$venv: cannot mark the environment complete"
 }
 
-ensure_venv
+use_system_python() {  # sets python to ATTNGEOM_SYSTEM_PYTHON, once it runs and has what command $1 needs
+  local status=0
+  command -v "$ATTNGEOM_SYSTEM_PYTHON" >/dev/null 2>&1 || die "ATTNGEOM_SYSTEM_PYTHON=$ATTNGEOM_SYSTEM_PYTHON: no such interpreter"
+  python_in "$ATTNGEOM_SYSTEM_PYTHON" 10 ||
+    die "ATTNGEOM_SYSTEM_PYTHON=$ATTNGEOM_SYSTEM_PYTHON: not a Python 3.10 to 3.13 (it reports '$(reported_version "$ATTNGEOM_SYSTEM_PYTHON" | head -n1)')"
+  python="$ATTNGEOM_SYSTEM_PYTHON"
+  "$python" -c 'import sys
+if sys.path and sys.path[0] == "":
+    del sys.path[0]
+from attngeom.environment import require
+require(sys.argv[1])' "$1" || status=$?
+  [ "$status" = 0 ] || { [ "$status" = 2 ] && exit 2; die "ATTNGEOM_SYSTEM_PYTHON=$python: the check of its modules failed (status $status)"; }
+}
+
 export PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}"
+if [ -n "${ATTNGEOM_SYSTEM_PYTHON:-}" ]; then
+  case "${1:-}" in  # the command's name as attngeom.environment.NEEDS has it
+    bench) command="bench-${2:-}" ;;
+    ""|-*) command=verify ;;
+    *) command="$1" ;;
+  esac
+  export ATTNGEOM_SYSTEM_PYTHON
+  use_system_python "$command"
+else
+  ensure_venv
+  python="$venv/bin/python"
+fi
 case "${1:-}" in
   test)
     # pytest's statuses: 0 passed, 1 a test failed, 2 interrupted or a file not collected, 3 internal
@@ -111,7 +141,7 @@ case "${1:-}" in
     shift
     cd "$here"
     status=0
-    "$venv/bin/python" "${run_module[@]}" pytest "$@" || status=$?
+    "$python" "${run_module[@]}" pytest "$@" || status=$?
     case "$status" in
       4) die "test: pytest refused its arguments (see above)" ;;
       5) die "test: no test matches the arguments given" ;;
@@ -119,8 +149,8 @@ case "${1:-}" in
     exit "$status" ;;
   bench)
     case "${2:-}" in
-      verify|train) exec "$venv/bin/python" "$here/bench/bench_$2.py" "${@:3}" ;;  # each puts src/ and bench/ on sys.path itself
+      verify|train) exec "$python" "$here/bench/bench_$2.py" "${@:3}" ;;  # each puts src/ and bench/ on sys.path itself
       *) die "bench: which benchmark, verify or train? usage: reproduce.sh bench verify|train [--quick] (see bench/)" ;;
     esac ;;
-  *) exec "$venv/bin/python" "${run_module[@]}" attngeom "$@" ;;
+  *) exec "$python" "${run_module[@]}" attngeom "$@" ;;
 esac

@@ -1,31 +1,38 @@
 #!/usr/bin/env bash
-# The GPU check, in order: `fidelity` on the GPU (the author's script against the harness), the
-# training benchmark (steps/s, the harness against the per-step loop, per variant), the full
-# paper rerun of softmax, yat_b and goat_v judged with the rerun tier, then the Kaggle kernel's
-# CUDA libraries (bench/kaggle_cuda_check.py: the CUDA lock installed as the kernel does, with a
-# folder of CUDA 12.8 libraries on LD_LIBRARY_PATH as in Kaggle's image; whether jax sees the
-# GPU with and without the kernel's cleanup of that path). Its figures go into one
-# small JSON, gpu_check.json, beside each step's own output. Meant to fit in 10 minutes on one
-# GPU (not yet run on one).
+# The GPU check, one command of at most 9 minutes, meant for a lent GPU machine without network that
+# has its own Python with jax (docs/speed.md, "The GPU check"). In order: `fidelity` on the GPU (the
+# author's script against the harness), the training benchmark (steps/s, the harness against the
+# per-step loop, per variant), the full paper rerun of softmax, yat_b and goat_v judged with the rerun
+# tier, then the Kaggle kernel's CUDA libraries (bench/kaggle_cuda_check.py: the CUDA lock installed as
+# the kernel does, with a folder of CUDA 12.8 libraries on LD_LIBRARY_PATH as in Kaggle's image; it
+# needs a package index, so offline it is recorded as skipped).
 #
-#   bench/gpu_check.sh [OUTDIR]          results under $OUT if set, else OUTDIR
-#   bench/gpu_check.sh --smoke OUTDIR    every step, tiny, the rerun of softmax alone (any machine; a test runs it on a CPU)
+#   .venv/bin/python bench/gpu_carry.py   here, first: fills carry/ (the mirror's files, a few wheels)
+#   ATTNGEOM_SYSTEM_PYTHON=python3 bench/gpu_check.sh [OUTDIR]    there: results under $OUT if set, else OUTDIR
+#   bench/gpu_check.sh --smoke OUTDIR    every step, tiny, the rerun of softmax alone (any machine; a test
+#                                        rehearses it on a CPU, offline, as on the GPU machine)
 #   bench/gpu_check.sh [--smoke] --ensemble OUTDIR
-#       instead: the ensemble of 4 members of each variant (paper preset, vmapped) in one command
-#       of at most ATTNGEOM_ENSEMBLE_S seconds (540; with --smoke: 1800, 2 members of yat_b): bench/gpu_budget.py sizes
-#       it from the FLOPs of the compiled step (the step to stop after, when the 12,000 do not
-#       fit), `rerun --time-limit`
-#       stops it in time to judge every member, and `timeout` ends it as a signal would; whatever
-#       stops it, OUTDIR/ensemble-paper.json holds what finished, and OUTDIR/ensemble/ carries on
-#       with `rerun --resume`. Its figures go into gpu_ensemble.json.
+#       instead: the ensemble (bench/gpu_ensemble.sh): 4 members of yat_b for all 12,000 steps, vmapped,
+#       when the FLOP estimate fits, then softmax and goat_v for as many steps as fit, in one command of
+#       at most ATTNGEOM_ENSEMBLE_S seconds (540; with --smoke: 1800, 2 members, the smoke preset).
 #
-# The rerun is sized to the time left of ATTNGEOM_CHECK_S seconds (540; 3600 with --smoke) once
-# the Kaggle check (ATTNGEOM_KAGGLE_S, 90) and judging (ATTNGEOM_JUDGE_S, 40) are kept:
-# bench/gpu_budget.py estimates it from the FLOPs of the compiled step and stops it after the step
-# that fits, and `rerun --time-limit` holds it to that time.
+# Environment (bench/gpu_env.sh): ATTNGEOM_SYSTEM_PYTHON runs everything on that interpreter (nothing
+# built; the carried wheels go into carry/site), else the environment reproduce.sh builds from the lock;
+# the mirror is carry/mirror when it is there and ATTNGEOM_MIRROR is not set.
 #
-# A step that fails is recorded with its exit status and the next one still runs; the script's
-# own exit status is 0 when every step ran and passed, 1 when one failed or missed.
+# Results, as a lent machine hands them back (at most 8 files of at most 16 MiB): OUTDIR holds
+# gpu_check.json (every figure: device, versions and how they differ from the lock, the fidelity
+# verdict and losses, steps/s, the rerun's wall times and verdicts, the Kaggle library check, each
+# step's exit status and wall time) and gpu_check.tar.gz (every step's log, manifests, reports and
+# summaries, no bundle arrays or checkpoints); the steps' own folders stay in a work folder it names.
+#
+# The rerun is sized to the time left of ATTNGEOM_CHECK_S seconds (540; 3600 with --smoke) once the
+# Kaggle check (ATTNGEOM_KAGGLE_S, 90, when it runs) and judging (ATTNGEOM_MODEL_JUDGE_S, 15, per model)
+# are kept: bench/gpu_budget.py estimates it from the FLOPs of the compiled step and stops it after the
+# step that fits, and `rerun --time-limit` holds it to that time.
+#
+# A step that fails is recorded with its exit status and the next one still runs; the script's own exit
+# status is 0 when every step that ran passed, 1 when one failed, 2 when it could not start.
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,10 +47,11 @@ out="${OUT:-${1:-}}"
 if [ -z "$out" ]; then echo "usage: bench/gpu_check.sh [--smoke] [--ensemble] OUTDIR (or set OUT)" >&2; exit 2; fi
 mkdir -p "$out" || exit 2
 out="$(cd "$out" && pwd)"
-repro="$here/reproduce.sh"
+. "$here/bench/gpu_env.sh"
 
 if [ "$ensemble" = 1 ]; then
-  exec "$here/bench/gpu_ensemble.sh" "$smoke" "$out"
+  . "$here/bench/gpu_ensemble.sh"
+  exit
 fi
 
 if [ "$smoke" = 1 ]; then
@@ -55,82 +63,41 @@ else
   bench_args=(--steps 100 --repeats 3 --members 4)
   preset=paper check_s="${ATTNGEOM_CHECK_S:-540}" rerun_variants=softmax,yat_b,goat_v
 fi
-rerun_args=(--preset "$preset")
 # The fidelity step has just run; the rerun's own preflight would repeat it.
-rerun_args+=(--variants "$rerun_variants" --preflight 0)
-if "$repro" rerun --help 2>/dev/null | grep -q -- "--windows"; then
-  rerun_args+=(--windows "${ATTNGEOM_WINDOWS:-16}")
-fi
+rerun_args=(--preset "$preset" --variants "$rerun_variants" --preflight 0 --windows "${ATTNGEOM_WINDOWS:-16}")
 
 step() {  # step NAME CMD...: run, log to NAME.log, record exit status and wall seconds
   local name="$1" start rc
   shift
   echo "gpu_check: $name: $*" >&2
   start=$SECONDS
-  "$@" >"$out/$name.log" 2>&1
+  "$@" >"$work/$name.log" 2>&1
   rc=$?
-  echo "$name $rc $((SECONDS - start))" >>"$out/steps.txt"
-  tail -n 3 "$out/$name.log" >&2
+  echo "$name $rc $((SECONDS - start))" >>"$work/steps.txt"
+  tail -n 3 "$work/$name.log" >&2
 }
 
-rm -f "$out/steps.txt"
-step fidelity "$repro" fidelity "${fidelity_args[@]}" --out "$out/fidelity"
-step bench_train "$repro" bench train "${bench_args[@]}" --json "$out/bench_train.json"
-reserve=$((${ATTNGEOM_KAGGLE_S:-90} + ${ATTNGEOM_JUDGE_S:-40} + 20))
+# The Kaggle check installs the CUDA lock: with a package index only (or pip's own offline settings).
+kaggle=1
+if [ "$smoke" = 0 ] && [ -z "${PIP_NO_INDEX:-}" ] &&
+   ! "$python" -c 'import socket; socket.create_connection(("pypi.org", 443), timeout=5).close()' 2>/dev/null; then
+  kaggle=0
+  echo "kaggle_cuda skipped no package index reachable (offline); bench/kaggle_cuda_check.py needs one" >>"$work/steps.txt"
+fi
+
+step fidelity "$repro" fidelity "${fidelity_args[@]}" --out "$work/fidelity"
+step bench_train "$repro" bench train "${bench_args[@]}" --json "$work/bench_train.json"
+models=$(($(tr -cd , <<<"$rerun_variants" | wc -c) + 1))
+reserve=$((${ATTNGEOM_KAGGLE_S:-90} * kaggle + ${ATTNGEOM_MODEL_JUDGE_S:-15} * models + 20))
 train_s=$((check_s - SECONDS - reserve))
-train_s=$((train_s < 1 ? 1 : train_s))
-mapfile -t sized < <("${ATTNGEOM_VENV:-$here/.venv}/bin/python" "$here/bench/gpu_budget.py" --seconds "$train_s" \
-  --preset "$preset" --json "$out/rerun_budget.json" 2>"$out/rerun_budget.log")
+mapfile -t sized < <("$python" "$here/bench/gpu_budget.py" --seconds "$((train_s < 1 ? 1 : train_s))" \
+  --preset "$preset" --variants "$rerun_variants" --json "$work/rerun_budget.json" 2>"$work/rerun_budget.log")
 train_s=$((check_s - SECONDS - reserve))  # the sizing took its time: measured again
 rerun_args+=("${sized[@]}" --time-limit "$((train_s < 1 ? 1 : train_s))")
-step rerun "$repro" rerun "${rerun_args[@]}" --out "$out/rerun"
-kaggle_args=("$out")
-[ "$smoke" = 1 ] && kaggle_args=(--smoke "$out")
-step kaggle_cuda "${ATTNGEOM_VENV:-$here/.venv}/bin/python" "$here/bench/kaggle_cuda_check.py" "${kaggle_args[@]}"
-
-"${ATTNGEOM_VENV:-$here/.venv}/bin/python" - "$out" "$smoke" <<'EOF'
-import json, sys
-from pathlib import Path
-
-out, smoke = Path(sys.argv[1]), sys.argv[2] == "1"
-
-
-def read(name):
-    try:
-        return json.loads((out / name).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-steps = {n: {"exit": int(rc), "wall_s": int(s)}
-         for n, rc, s in (line.split() for line in (out / "steps.txt").read_text().splitlines())}
-fid, bench, manifest = read("fidelity/fidelity.json"), read("bench_train.json"), read("rerun/manifest.json")
-budget = read("rerun_budget.json")
-report, kaggle_cuda = read("rerun/report/report.json"), read("kaggle_cuda.json")
-doc = {
-    "smoke": smoke,
-    "steps": steps,
-    "device": fid and fid["device"],
-    "versions": fid and fid["versions"],
-    "fidelity": fid and {
-        "verdict": fid["verdict"], "exact": fid["exact"], "steps": fid["steps"],
-        "losses": {v: {"original": fid["original"][v]["losses"], "harness": fid["harness"][v]["losses"]}
-                   for v in fid["variants"]},
-    },
-    "bench_train": bench,
-    "rerun": manifest and {
-        "completed": manifest.get("completed"), "wall_s": manifest.get("wall_s"),
-        "variant_wall_s": manifest.get("variant_wall_s"), "verify_exit": manifest.get("verify_exit"),
-        "steps": manifest["config"]["train"]["steps"], "windows": manifest.get("windows"),
-        "stopped_after": manifest.get("stopped_after"), "budget": budget,
-        "summary": report and report.get("summary"),
-    },
-    "kaggle_cuda": kaggle_cuda,
-}
-ok = all(s["exit"] == 0 for s in steps.values())
-doc["verdict"] = "PASS" if ok else "FAIL"
-(out / "gpu_check.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-print(f"gpu_check: {doc['verdict']}; " + ", ".join(f"{n} exit {s['exit']} ({s['wall_s']} s)" for n, s in steps.items()))
-print(f"gpu_check: figures in {out / 'gpu_check.json'}")
-sys.exit(0 if ok else 1)
-EOF
+step rerun "$repro" rerun "${rerun_args[@]}" --out "$work/rerun"
+if [ "$kaggle" = 1 ]; then
+  kaggle_args=("$work")
+  [ "$smoke" = 1 ] && kaggle_args=(--smoke "$work")
+  step kaggle_cuda "$python" "$here/bench/kaggle_cuda_check.py" "${kaggle_args[@]}"
+fi
+"$python" "$here/bench/gpu_results.py" check "$work" "$out" "$smoke"

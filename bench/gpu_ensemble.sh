@@ -1,20 +1,20 @@
-#!/usr/bin/env bash
-# The GPU check's ensemble (run as `bench/gpu_check.sh [--smoke] --ensemble OUTDIR`, which documents it):
-# 4 members of each variant trained together to 12,000 steps, or as many as fit in one command.
+# The GPU check's ensemble, sourced by `bench/gpu_check.sh [--smoke] --ensemble OUTDIR` (which documents
+# it) after bench/gpu_env.sh: with `here`, `out`, `smoke`, `python`, `repro` and `work` set.
 #
-#   bench/gpu_ensemble.sh SMOKE(0|1) OUTDIR
-set -uo pipefail
-
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-smoke="$1"
-out="$2"
-repro="$here/reproduce.sh"
-python="${ATTNGEOM_VENV:-$here/.venv}/bin/python"
-judge_s="${ATTNGEOM_JUDGE_S:-40}"    # judging one member's run, seconds (verify of three variants)
-if [ "$smoke" = 1 ]; then  # limit: the whole command, seconds; the smoke check trains one kernel variant
-  preset=smoke members=2 windows=2 variants=yat_b limit="${ATTNGEOM_ENSEMBLE_S:-1800}"
+# First goal, the ensemble the final-step bands wait for: 4 members of yat_b trained together (vmapped)
+# for all 12,000 steps, when bench/gpu_budget.py's FLOP estimate says they fit (else stopped after the
+# step that fits); then, in the time left, softmax and goat_v, 4 members each, for as many steps as fit.
+# Each is one `rerun --members 4 --members-mode together` held to its time by `--time-limit` (which
+# stops it in time to judge every member) and ended by `timeout` as Ctrl-C would; whatever stops them,
+# `summary` keeps both ensembles in OUTDIR/ensemble-PRESET.json, the file `bands` reads, and the work
+# folder's ensembles carry on with `rerun --resume`. The whole command takes at most ATTNGEOM_ENSEMBLE_S
+# seconds (540; with --smoke 1800: 2 members, the smoke preset, softmax second).
+judge_s="${ATTNGEOM_MODEL_JUDGE_S:-15}"  # judging one model of one member, seconds (verify with 16 windows: a few)
+keep_s=30                          # the summary and the results at the end, seconds
+if [ "$smoke" = 1 ]; then
+  preset=smoke members=2 windows=2 more=softmax limit="${ATTNGEOM_ENSEMBLE_S:-1800}"
 else
-  preset=paper members=4 windows="${ATTNGEOM_WINDOWS:-16}" variants=softmax,yat_b,goat_v limit="${ATTNGEOM_ENSEMBLE_S:-540}"
+  preset=paper members=4 windows="${ATTNGEOM_WINDOWS:-16}" more=softmax,goat_v limit="${ATTNGEOM_ENSEMBLE_S:-540}"
 fi
 start=$SECONDS
 left() {  # left N: the seconds left once N more are kept, at least 1
@@ -22,46 +22,35 @@ left() {  # left N: the seconds left once N more are kept, at least 1
   echo $((s < 1 ? 1 : s))
 }
 
-train_s=$(left $((judge_s * members + 30)))
-echo "gpu_ensemble: sizing $members members of $variants ($preset) to train in $train_s s" >&2
-mapfile -t sized < <("$python" "$here/bench/gpu_budget.py" --seconds "$train_s" --members "$members" \
-  --preset "$preset" --variants "$variants" --json "$out/ensemble_budget.json" 2>"$out/ensemble_budget.log")
-args=(rerun --preset "$preset" --members "$members" --members-mode together --variants "$variants")
-args+=(--windows "$windows" --preflight 0 --quiet --out "$out/ensemble" "${sized[@]}")
-args+=(--time-limit "$(left $((judge_s * members + 15)))")  # the sizing took its time: measured again
-rm -rf "$out/ensemble"
-echo "gpu_ensemble: $repro ${args[*]}" >&2
-rerun_start=$SECONDS
-timeout -s INT -k 20 "$(left 5)" "$repro" "${args[@]}" >"$out/ensemble.log" 2>&1
-rc=$?
-rerun_s=$((SECONDS - rerun_start))
-tail -n 3 "$out/ensemble.log" >&2
-cp "$out/ensemble/ensemble.json" "$out/ensemble-$preset.json" 2>/dev/null
-
-"$python" - "$out" "$preset" "$rc" "$rerun_s" "$((SECONDS - start))" "$limit" <<'PY'
-import json, sys
-from pathlib import Path
-
-out, preset = Path(sys.argv[1]), sys.argv[2]
-rc, rerun_s, wall_s, limit = map(int, sys.argv[3:])
-try:
-    ens = json.loads((out / f"ensemble-{preset}.json").read_text(encoding="utf-8"))
-except (OSError, ValueError):
-    ens = None
-try:
-    budget = json.loads((out / "ensemble_budget.json").read_text(encoding="utf-8"))
-except (OSError, ValueError):
-    budget = None  # the estimate failed: ensemble_budget.log says why
-runs = ens["member_runs"] if ens else {}
-done = sorted(int(m) for m, r in runs.items() if r["state"] == "complete")
-doc = {
-    "preset": preset, "limit_s": limit, "wall_s": wall_s, "rerun_s": rerun_s, "rerun_exit": rc, "budget": budget,
-    "members_complete": done, "stopped_after": {m: r.get("stopped_after") for m, r in runs.items()},
-    "member_runs": runs, "summary": f"ensemble-{preset}.json" if ens else None,
+ensemble() {  # ensemble NAME VARIANTS: one ensemble sized to the time left, into $work/NAME; recorded in steps.txt
+  local name="$1" variants="$2" began=$SECONDS rc sized
+  local reserve=$((judge_s * members * ($(tr -cd , <<<"$variants" | wc -c) + 1) + keep_s))
+  echo "gpu_ensemble: sizing $members members of $variants ($preset) to train in $(left "$reserve") s" >&2
+  mapfile -t sized < <("$python" "$here/bench/gpu_budget.py" --seconds "$(left "$reserve")" --members "$members" \
+    --preset "$preset" --variants "$variants" --json "$work/${name}_budget.json" 2>"$work/${name}_budget.log")
+  local args=(rerun --preset "$preset" --members "$members" --members-mode together --variants "$variants")
+  args+=(--windows "$windows" --preflight 0 --quiet --out "$work/$name" "${sized[@]}")
+  args+=(--time-limit "$(left "$reserve")")  # the sizing took its time: measured again
+  echo "gpu_ensemble: $repro ${args[*]}" >&2
+  timeout -s INT -k 20 "$(left "$keep_s")" "$repro" "${args[@]}" >"$work/$name.log" 2>&1
+  rc=$?
+  echo "$name $rc $((SECONDS - began))" >>"$work/steps.txt"
+  tail -n 3 "$work/$name.log" >&2
 }
-doc["verdict"] = "PASS" if rc in (0, 1) and ens and len(done) == ens["members"] else "FAIL"
-(out / "gpu_ensemble.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-print(f"gpu_ensemble: {doc['verdict']}; rerun exit {rc} in {rerun_s} s; members complete {done}; "
-      f"stopped after {doc['stopped_after']}; figures in {out / 'gpu_ensemble.json'}")
-sys.exit(0 if doc["verdict"] == "PASS" else 1)
-PY
+
+ensemble ensemble-yat_b yat_b
+# The second ensemble compiles its own steps: worth it with a minute of training left beyond that.
+if [ "$(left $((judge_s * members * 2 + keep_s + 60)))" -gt 60 ]; then
+  ensemble "ensemble-${more//,/-}" "$more"
+else
+  echo "ensemble-${more//,/-} skipped $(left 0) s left after yat_b" >>"$work/steps.txt"
+fi
+summarised=()
+for folder in "$work"/ensemble-*/; do [ -f "$folder/ensemble.json" ] && summarised+=("$folder"); done
+if [ "${#summarised[@]}" -gt 0 ]; then
+  began=$SECONDS
+  "$repro" summary "${summarised[@]}" --out "$out/ensemble-$preset.json" \
+    --what "bench/gpu_check.sh --ensemble: the ensembles of one command" >"$work/summary.log" 2>&1
+  echo "summary $? $((SECONDS - began))" >>"$work/steps.txt"
+fi
+"$python" "$here/bench/gpu_results.py" ensemble "$work" "$out" "$preset" "$limit" "$((SECONDS - start))"

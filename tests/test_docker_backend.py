@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from attngeom import environment
 from attngeom.backends import docker as docker_backend
 from attngeom.errors import InputError
 
@@ -130,12 +131,8 @@ def test_build_refuses_a_client_without_buildkit(monkeypatch, tmp_path):
 
 def pins(lock: Path) -> dict[str, str]:
     """name -> version of every pin that applies to Python 3.12 on Linux."""
-    found = {}
-    for name, version, marker in re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)(?: ; (.*?))? \\$", lock.read_text(), re.M):
-        if marker and ("< '3.1" in marker or "== '3.11" in marker or "win32" in marker):
-            continue
-        found[name] = version
-    return found
+    linux_312 = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux", "os_name": "posix"}
+    return {name: version for name, (version, _) in environment.entries(lock, linux_312).items()}
 
 
 def test_cuda_lock_matches_the_cpu_lock():

@@ -187,3 +187,20 @@ def test_the_checkouts_venv_left_without_pip_by_an_earlier_version_is_built_agai
         [str(checkout / SCRIPT.name), "bench"], cwd=tmp_path, env=tiny_lock, capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 2 and "unfinished build" in done.stderr and _built_from(venv, tiny_lock), done.stderr
+
+
+def test_a_system_python_runs_the_command_and_builds_nothing(tmp_path):
+    proc = run(
+        "--help", cwd=tmp_path, ATTNGEOM_SYSTEM_PYTHON=sys.executable, ATTNGEOM_VENV=str(tmp_path / "v"), PYTHONPATH=""
+    )
+    assert proc.returncode == 0 and "rerun" in proc.stdout, proc.stderr[-2000:]
+    assert not (tmp_path / "v").exists()
+
+
+def test_a_module_the_system_python_lacks_is_one_error_line_naming_it(tmp_path):
+    bare = tmp_path / "python3"  # this interpreter without its site-packages: the standard library alone
+    bare.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    bare.chmod(0o755)
+    proc = run("rerun", "--help", cwd=tmp_path, ATTNGEOM_SYSTEM_PYTHON=str(bare), ATTNGEOM_VENV=str(tmp_path / "v"))
+    assert_one_error_line(proc, 2, starts=f"error: ATTNGEOM_SYSTEM_PYTHON={bare}: `rerun` needs the module(s) numpy,")
+    assert " jax," in proc.stderr and not (tmp_path / "v").exists()

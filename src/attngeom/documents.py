@@ -55,6 +55,7 @@ class Provenance(TypedDict):
     sources: dict[str, dict]
     expected_sha256: dict[str, str]
     versions: dict[str, str]
+    environment: dict  # environment.against_lock: the versions against the lock's pins
     git_commit: str | None
     machine: str
     date: str

@@ -29,6 +29,7 @@ def step_flops(variant: str, cfg: TrainConfig, members: int) -> float:
         step = jax.vmap(step, in_axes=(0, None, None))
     x_BT = np.zeros((cfg.batch, cfg.model.seq_len), np.int32)
     cost = jax.jit(step).lower(state, x_BT, x_BT).compile().cost_analysis()
+    # a list of one dict in older jax releases; a dict in jax 0.10.2 (the lock) and 0.11.2 (checked with both)
     return float((cost[0] if isinstance(cost, list) else cost)["flops"])
 
 

@@ -12,6 +12,7 @@ import re
 from html import escape
 from pathlib import Path
 
+from attngeom import environment
 from attngeom.documents import Report, Results
 from attngeom.files import write_atomic
 from attngeom.report import TRAJECTORY_COLUMNS, comparison_text, source_note, statistics_rows, trajectory_cells
@@ -375,6 +376,7 @@ def _provenance(report: dict) -> str:
 <tr><th>machine</th><td>{_e(p.get("machine"))}</td></tr>
 <tr><th>package</th><td class="num">attngeom {_e(p.get("versions", {}).get("attngeom", "?"))}, git commit {_e(p.get("git_commit") or "not a git checkout")}</td></tr>
 <tr><th>versions</th><td>{versions}</td></tr>
+<tr><th>environment</th><td>{_e(environment.describe(p.get("environment")))}</td></tr>
 <tr><th>bundles</th><td><code>{_e(report.get("bundles", ""))}</code></td></tr>
 <tr><th>expected values (sha256)</th><td class="num">{_sha_list(p.get("expected_sha256"))}</td></tr>
 </table>

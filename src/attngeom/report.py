@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from attngeom import fetch
+from attngeom import environment, fetch
 from attngeom.documents import Provenance, Report, Results
 from attngeom.files import git_commit, machine, shown, versions, write_atomic, write_json_atomic
 from attngeom.judge import fmt
@@ -24,7 +24,8 @@ def provenance(inputs: dict[Path, str], expected_sha: dict[str, str]) -> Provena
         "inputs": {shown(p): sha for p, sha in inputs.items()},
         "sources": {shown(p): fetch.origin(p) for p in inputs},
         "expected_sha256": expected_sha,
-        "versions": versions(),
+        "versions": (used := versions()),
+        "environment": environment.against_lock(used),
         "git_commit": git_commit(),
         "machine": machine(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -381,6 +382,7 @@ def markdown(report: Report, results: Results) -> str:
         f"- machine: {md_text(p['machine'])}",
         f"- package: attngeom {md_text(p['versions'].get('attngeom', '?'))}, git commit {md_text(p['git_commit'])}",
         "- versions: " + ", ".join(f"{md_text(k)} {md_text(v)}" for k, v in p["versions"].items()),
+        f"- environment: {md_text(environment.describe(p.get('environment')))}",
         "- expected values: " + ", ".join(f"{md_text(k)} {md_code(v)}" for k, v in p["expected_sha256"].items()),
         "- inputs:",
     ]

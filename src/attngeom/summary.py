@@ -112,6 +112,7 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
         "platform": manifest.get("platform"),
         "machine": manifest.get("machine"),
         "versions": manifest.get("versions"),
+        "environment": manifest.get("environment"),
         "matmul_precision": manifest.get("matmul_precision"),
         "preset": manifest["config"]["preset"],
         "steps": manifest["config"]["train"]["steps"],

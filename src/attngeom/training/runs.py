@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from attngeom import schema
+from attngeom.environment import against_lock
 from attngeom.errors import InputError
 from attngeom.files import (
     atomic_file,
@@ -242,7 +243,8 @@ def environment() -> dict:
 
     device = jax.devices()[0]
     return {
-        "versions": versions(),
+        "versions": (used := versions()),
+        "environment": against_lock(used),
         "git_commit": git_commit(),
         "platform": platform.platform(),
         "machine": run_machine(),
