@@ -130,6 +130,39 @@ def test_a_kernel_row_of_tiny_mass_sums_below_one_and_only_softmax_refuses_it():
         arrays.check_attention("a", "m", maps, strict=False, kernel=False)
 
 
+def _one_hot_with_last_row(weights_T: np.ndarray) -> np.ndarray:
+    """A causal (1, 1, T, T) float16 map: row i all on key i (sums exactly 1), the last row `weights_T`."""
+    T = weights_T.size
+    attn = np.eye(T, dtype=np.float16)
+    attn[-1] = weights_T
+    return attn[None, None]
+
+
+@pytest.mark.parametrize("T", [64, 128])
+@pytest.mark.parametrize("kernel", [False, True, None])
+def test_a_row_at_the_float16_band_edge_is_accepted_and_one_ulp_beyond_refused(T, kernel):
+    """The band is T * 2**-12 on either side of the law's sum: a row of T weights 1/T -+ 2**-12 (binary-exact in
+    float16) sums to the edge exactly; one weight one float16 ulp further out puts the row beyond it."""
+    for sign in (+1, -1):
+        if sign == -1 and kernel is not False:
+            continue  # a kernel row may sum to anything down to 0
+        edge_T = np.full(T, 1 / T + sign * 2.0**-12, np.float16)
+        assert edge_T.astype(np.float64).sum() == 1 + sign * T * 2.0**-12  # exact: the row lies on the edge
+        arrays.check_attention("a", "m", _one_hot_with_last_row(edge_T), strict=False, kernel=kernel)
+        beyond_T = edge_T.copy()
+        beyond_T[0] = np.nextafter(edge_T[0], np.float16(sign * np.inf))
+        with pytest.raises(InputError, match=f"row {T - 1} of layer 0, head 0 sums to"):
+            arrays.check_attention("a", "m", _one_hot_with_last_row(beyond_T), strict=False, kernel=kernel)
+
+
+def test_a_softmax_row_of_128_keys_summing_to_0_955_is_refused():
+    """0.955 lies 0.045 below 1, beyond the band of 128 * 2**-12 = 0.03125 (and inside a band twice as wide)."""
+    row_T = np.full(128, 0.955 / 128, np.float16)
+    assert abs(row_T.astype(np.float64).sum() - 0.955) < 1e-3
+    with pytest.raises(InputError, match=r"row 127 of layer 0, head 0 sums to 0.955\d, expected 1"):
+        arrays.check_attention("a", "m", _one_hot_with_last_row(row_T), strict=False, kernel=False)
+
+
 def _straightforward(attn: np.ndarray, strict: bool, kernel: bool | None) -> str | None:
     """The row laws on a float64 copy of the maps, as first written: the problem's words, or None."""
     T = attn.shape[-1]

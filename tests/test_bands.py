@@ -66,8 +66,10 @@ def test_a_derived_band_covers_every_member_and_one_moved_outside_it_fails():
 
 
 def test_an_ensemble_of_fewer_than_four_members_or_two_of_one_model_derives_nothing():
-    for n in range(1, bands.MIN_MEMBERS):
+    for n in (1, 2, 3):  # the literal counts, not the constant's range: the rule says four
         assert bands.derive(_current(), _summary({"yat_b": [50.0 + i for i in range(n)]}), 1200, "x") == _current()
+    four = bands.derive(_current(), _summary({"yat_b": [50.0 + i for i in range(4)]}), 1200, "x")
+    assert four["steps"]["1200"]["occupancy"]["models"]["yat_b"]["ensemble"]["members"] == [50.0, 51.0, 52.0, 53.0]
     doc = _summary({"yat_b": [1.0, 2.0]})
     doc["runs"]["again"] = copy.deepcopy(doc["runs"]["ens-yat_b"])
     with pytest.raises(Exception, match="two ensembles of yat_b"):

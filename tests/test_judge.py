@@ -28,6 +28,30 @@ def test_passes(measured, j, ok):
     assert passes(measured, j) is ok
 
 
+ABOVE, BELOW = math.nextafter(1.0, 2.0), math.nextafter(1.0, 0.0)  # the doubles either side of 1
+
+
+@pytest.mark.parametrize(
+    "comparison,tolerance,value,inside,outside",
+    [  # binary-exact edges: the value at the tolerance passes, the next double beyond it fails
+        ("abs", 0.25, 0.75, [1.0, 0.5, 0.75], [math.nextafter(1.0, 2.0), math.nextafter(0.5, 0.0)]),
+        ("rel", 0.25, 2.0, [2.5, 1.5, 2.0], [math.nextafter(2.5, 3.0), math.nextafter(1.5, 1.0)]),
+        ("rel", 0.25, -2.0, [-2.5, -1.5], [math.nextafter(-2.5, -3.0), math.nextafter(-1.5, -1.0)]),
+        ("le", None, 1.0, [1.0, BELOW, -math.inf], [ABOVE, math.inf]),
+        ("lt", None, 1.0, [BELOW], [1.0, ABOVE]),
+        ("ge", None, 1.0, [1.0, ABOVE, math.inf], [BELOW, -math.inf]),
+        ("gt", None, 1.0, [ABOVE], [1.0, BELOW]),
+        ("abs", 0.0, 3, [3, 3.0], [2, math.nextafter(3.0, 4.0)]),
+    ],
+)
+def test_a_value_exactly_at_its_tolerance_passes_and_the_next_float_beyond_fails(
+    comparison, tolerance, value, inside, outside
+):
+    j = Judgement(value, comparison, tolerance, "")
+    assert [passes(m, j) for m in inside] == [True] * len(inside)
+    assert [passes(m, j) for m in outside] == [False] * len(outside)
+
+
 def test_rerun_tier_and_smoke():
     entry = {
         "id": "x",
