@@ -85,6 +85,7 @@ def measure(module: str, tests: list[str], equivalent: dict[str, str], children:
     missing = [str(p) for p in (source_of(module), *tests) if not (REPO / p).is_file()]
     if missing:
         raise InputError(f"mutation: {module}: no such file: {', '.join(missing)} (pyproject.toml's modules)")
+    commit, clean = git_commit(), clean_tree()  # of the code copied now
     folder = prepare(module, tests)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the tests import the mutated copy
     log = folder / "mutmut.log"
@@ -114,8 +115,8 @@ def measure(module: str, tests: list[str], equivalent: dict[str, str], children:
     survivors = sorted(n for n, s in found.items() if s not in CAUGHT and n not in mine)
     return {
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
-        "commit": git_commit(),
-        "clean": clean_tree(),
+        "commit": commit,
+        "clean": clean,
         "tests": tests,
         "mutants": len(found),
         "counts": dict(sorted(counts.items())),
