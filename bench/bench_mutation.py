@@ -164,11 +164,12 @@ def main() -> int:
         raise InputError(
             f"mutation: not a listed module: {', '.join(unknown)} (listed: {', '.join(config['modules'])})"
         )
-    record = read_record(args.record)
+    read_record(args.record)  # refused before any run if it is not a record
     worst = 1.0
     for module in args.modules or list(config["modules"]):
         print(f"{module}: mutating {source_of(module)} against {' '.join(config['modules'][module])}", flush=True)
         result = measure(module, config["modules"][module], config.get("equivalent", {}), args.max_children)
+        record = read_record(args.record)  # again: another run may have added a module meanwhile
         record["modules"][module] = result
         record["modules"] = dict(sorted(record["modules"].items()))
         write_json_atomic(args.record, record)

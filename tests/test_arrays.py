@@ -205,3 +205,87 @@ def test_float16_finiteness_read_from_the_exponent_bits(bad):
     arrays.check_array("a", "q", edges, (None,), "f16")
     with pytest.raises(InputError, match="holds NaN or inf"):
         arrays.check_array("a", "q", np.append(edges, np.float16(bad)), (None,), "f16")
+
+
+def _header(shape_text: str, descr: str = "<f2") -> bytes:
+    """An npy version 1.0 header declaring `shape_text`, padded as numpy pads it, without data."""
+    text = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}"
+    text += " " * (63 - (10 + len(text)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode()
+
+
+@pytest.mark.parametrize(
+    "member, message",
+    [
+        (_npy(np.array([{}], dtype=object)), "'o' has dtype object, not numbers"),
+        (_npy(np.zeros(2, np.complex64)), "'o' has dtype complex64, not numbers"),
+        (_npy(np.zeros(8, np.float16))[:-2], "'o' declares shape (8,) of float16 (16 bytes) but holds 14"),
+        (_header("(-1,)"), "'o' declares shape (-1,)"),
+        (b"\x93NUMPY\x09\x00", "corrupt or truncated npz (ValueError: npy format version (9, 0) in o.npy)"),
+        (b"\x93NUMPY\x02\x01", "corrupt or truncated npz (ValueError: npy format version (2, 1) in o.npy)"),
+    ],
+    ids=["object", "complex", "short payload", "negative shape", "version 9", "version 2.1"],
+)
+def test_each_unsound_member_is_refused_in_words_naming_the_file_and_the_array(tmp_path, member, message):
+    _npz(tmp_path / "a.npz", {"o.npy": member})
+    with pytest.raises(InputError) as refused:
+        arrays.load_npz(tmp_path / "a.npz")
+    assert str(refused.value) == f"{tmp_path / 'a.npz'}: {message}"
+
+
+def test_a_version_2_header_and_booleans_are_read(tmp_path):
+    f = io.BytesIO()
+    np.lib.format.write_array(f, np.arange(6, dtype=np.int16).reshape(2, 3), version=(2, 0))
+    _npz(tmp_path / "a.npz", {"v2.npy": f.getvalue(), "b.npy": _npy(np.array([True, False]))})
+    read = arrays.load_npz(tmp_path / "a.npz")
+    np.testing.assert_array_equal(read["v2"], np.arange(6, dtype=np.int16).reshape(2, 3))
+    assert read["b"].tolist() == [True, False]
+
+
+def test_a_member_holding_more_bytes_than_its_header_declares_is_refused(tmp_path):
+    path = tmp_path / "a.npz"
+    _npz(path, {"q.npy": _header("(2,)") + b"\0" * 4})
+    members = arrays.npz_members(path)
+    with pytest.raises(InputError) as refused:  # one byte more than the header declares, and none missing
+        arrays._read_member(path, "q", arrays.Member((1,), np.dtype(np.float16), False, members["q"].offset))
+    assert str(refused.value) == f"{path}: corrupt or truncated npz ('q' does not hold the bytes its header declares)"
+
+
+def test_each_array_rule_is_refused_in_words_naming_the_array():
+    def refused(arr, shape, kind) -> str:
+        with pytest.raises(InputError) as e:
+            arrays.check_array("f.npz", "q", arr, shape, kind)
+        return str(e.value)
+
+    assert refused(np.zeros((2, 4), np.float16), (None, 3), "f16") == "f.npz: 'q' has shape (2, 4), expected (?, 3)"
+    assert refused(np.zeros((2, 3, 1), np.float16), (2, 3), "f16") == "f.npz: 'q' has shape (2, 3, 1), expected (2, 3)"
+    assert refused(np.zeros(2, np.float32), (2,), "f16") == "f.npz: 'q' has dtype float32, expected float16"
+    assert refused(np.zeros(2, np.float16), (2,), "int") == "f.npz: 'q' has dtype float16, expected integers"
+    nan_low_bit = np.array([0x7C01], np.uint16).view(np.float16)  # a NaN whose lowest mantissa bit is set
+    assert refused(nan_low_bit, (1,), "f16").endswith("holds NaN or inf (float16 holds finite values up to 65504)")
+    for ints in (np.zeros(2, np.int32), np.zeros(2, np.uint8)):
+        arrays.check_array("f.npz", "t", ints, (2,), "int")
+    arrays.check_int_range("f.npz", "t", np.zeros(0, np.int32), 0, 5)  # no value, nothing outside
+    with pytest.raises(InputError) as e:
+        arrays.check_int_range("f.npz", "t", np.array([0, 6]), 0, 5)
+    assert str(e.value) == "f.npz: 't' holds values outside [0, 5]"
+    arrays.check_int_range("f.npz", "t", np.array([0, 5]), 0, 5)
+
+
+def test_the_attention_laws_name_the_causal_mask_and_a_kernel_rows_range():
+    T = 4
+    causal = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    above = causal.copy()
+    above[1, 3] = 0.25
+    with pytest.raises(InputError) as e:
+        arrays.check_attention("a", "m", above[None, None].astype(np.float16), strict=False, kernel=True)
+    assert str(e.value) == "a: 'm' gives weight to keys a row cannot see (the causal j <= i mask)"
+    over = causal.copy()
+    over[2, 0] += 0.5
+    with pytest.raises(InputError) as e:
+        arrays.check_attention("a", "m", over[None, None].astype(np.float16), strict=False, kernel=True)
+    assert str(e.value) == "a: 'm' row 2 of layer 0, head 0 sums to 1.5, expected [0, 1] (attention weights)"
+    arrays.check_attention("a", "m", np.zeros((0, 2, T, T), np.float16), strict=False, kernel=False)  # no layer
+    with pytest.raises(InputError) as e:  # a windows file: the window named first
+        arrays.check_attention("a", "m", np.stack([causal, over])[:, None, None].astype(np.float16), False, True)
+    assert str(e.value) == "a: 'm' row 2 of window 1, layer 0, head 0 sums to 1.5, expected [0, 1] (attention weights)"
