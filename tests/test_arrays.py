@@ -289,3 +289,38 @@ def test_the_attention_laws_name_the_causal_mask_and_a_kernel_rows_range():
     with pytest.raises(InputError) as e:  # a windows file: the window named first
         arrays.check_attention("a", "m", np.stack([causal, over])[:, None, None].astype(np.float16), False, True)
     assert str(e.value) == "a: 'm' row 2 of window 1, layer 0, head 0 sums to 1.5, expected [0, 1] (attention weights)"
+
+
+def test_missing_keys_are_named_beside_those_the_file_has():
+    arrays.require_keys("f.npz", {"a": 0, "b": 0}, ("a", "b"))
+    for data, has in (({"b": 0, "a": 0}, "a, b"), ({}, "none")):
+        with pytest.raises(InputError) as e:
+            arrays.require_keys("f.npz", data, ("a", "c", "d"))
+        assert str(e.value) == f"f.npz: missing key(s) {'c, d' if data else 'a, c, d'} (has {has})"
+
+
+def test_the_npz_limits_hold_at_their_edges_and_load_npz_keeps_them(tmp_path):
+    path = tmp_path / "a.npz"
+    _npz(path, {f"m{i}.npy": _npy(np.zeros(1)) for i in range(arrays.MAX_NPZ_MEMBERS)})
+    assert len(arrays.npz_members(path)) == arrays.MAX_NPZ_MEMBERS  # exactly the most allowed
+    np.savez(path, q=np.zeros(1000, np.float16))
+    size = arrays.npz_members(path)["q"].offset + 2000  # the bytes the member declares uncompressed
+    assert set(arrays.npz_members(path, max_bytes=size)) == {"q"}
+    with pytest.raises(InputError, match=f"declares {size:,} bytes uncompressed \\(at most {size - 1:,}\\)"):
+        arrays.load_npz(path, max_bytes=size - 1)
+    np.savez(path, q=np.zeros(2, np.float16), t=np.arange(3))
+    assert set(arrays.load_npz(path, skip=lambda key: key == "q")) == {"t"}
+    with pytest.raises(InputError) as e:
+        arrays.load_npz(tmp_path / "none.npz")
+    assert str(e.value) == f"{tmp_path / 'none.npz'}: missing file"
+    with pytest.raises(InputError) as e:  # a member the directory does not hold
+        arrays._read_member(path, "x", arrays.Member((1,), np.dtype(np.float16)))
+    assert str(e.value).startswith(f"{path}: corrupt or truncated npz (KeyError: ")
+
+
+def test_save_npz_writes_fixed_dates_and_refuses_objects(tmp_path):
+    arrays.save_npz(tmp_path / "a.npz", {"q": np.zeros(2, np.float16)})
+    with zipfile.ZipFile(tmp_path / "a.npz") as z:
+        assert [i.date_time for i in z.infolist()] == [(1980, 1, 1, 0, 0, 0)]
+    with pytest.raises(ValueError, match="allow_pickle"):
+        arrays.save_npz(tmp_path / "o.npz", {"o": np.array([{}], dtype=object)})

@@ -259,3 +259,41 @@ def test_a_derived_band_names_its_source_in_its_reason_and_its_ensemble():
     band = new["steps"]["1200"]["occupancy"]["models"]["yat_b"]
     assert band["ensemble"]["source"] == "expected/measured/x.json"
     assert band["reason"].startswith("the spread of 4 trajectories of this run on one CPU (expected/measured/x.json: ")
+
+
+def test_the_bands_command_says_why_each_band_is_kept_and_each_verdict(tmp_path, capsys):
+    summary, out = tmp_path / "ensemble.json", tmp_path / "rerun.json"
+    for members, why in (
+        ([50.0, 51.0, 52.0], "kept (3 members, fewer than 4)"),
+        ([50.0], "kept (1 member, fewer than 4)"),
+    ):
+        summary.write_text(json.dumps(_summary({"softmax": members})))
+        assert cli.main(["bands", str(summary), "--write", str(out)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        softmax = [line for line in lines if line.startswith("step 1200 occupancy  softmax ")]
+        assert len(softmax) == 1 and softmax[0].endswith(f"({why})"), lines
+        assert lines[-1] == f"written: {out}"
+    summary.write_text(json.dumps(_summary({"yat_b": [50.0, 51.0, 52.0, 53.0]})))
+    assert cli.main(["bands", str(summary)]) == 0
+    assert "step 1200 occupancy  softmax " in (printed := capsys.readouterr().out)
+    assert [line for line in printed.splitlines() if " softmax " in line][0].endswith("(kept (no ensemble))")
+    kept = expected.REPO / "expected" / "measured" / "paper-step1200.json"
+    source = expected.REPO / "expected" / "measured" / "ensemble-step1200.json"
+    assert cli.main(["bands", str(source), "--judge", str(kept)]) == 0
+    verdicts = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{kept}: ")]
+    assert verdicts and all(line.endswith(": PASS") for line in verdicts)
+
+
+def test_ensembles_skip_plain_runs_and_models_of_other_runs_and_name_their_file():
+    doc = _summary({"yat_b": [50.0, 51.0, 52.0, 53.0]})
+    doc["runs"] = {"plain": {"statistics": {}}, **doc["runs"]}  # a run of the summary that is no ensemble
+    by_model = doc["runs"]["ens-yat_b"]["ensemble"]["statistics"]
+    doc["runs"]["ens-yat_b"]["ensemble"]["statistics"] = {"yat_b_s7": by_model["yat_b_s0"], **by_model}  # seed 7 first
+    assert list(bands.ensembles_at(doc, 1200)) == ["yat_b"]
+    by_model["yat_b_s0"]["distinct_winners"]["1200"]["mean"] = 0.0
+    doc["runs"]["ens-yat_b"]["ensemble"]["statistics"] = by_model
+    with pytest.raises(
+        InputError, match=r"^expected/measured/x.json: ens-yat_b yat_b_s0 distinct_winners at step 1200"
+    ):
+        bands.derive(_current(), doc, 1200, "expected/measured/x.json")
+    assert bands.judge_summaries(doc, _current(), 7) == []  # no band at that step
