@@ -149,8 +149,8 @@ case "${1:-}" in
     exit "$status" ;;
   bench)
     case "${2:-}" in
-      verify|train) exec "$python" "$here/bench/bench_$2.py" "${@:3}" ;;  # each puts src/ and bench/ on sys.path itself
-      *) die "bench: which benchmark, verify or train? usage: reproduce.sh bench verify|train [--quick] (see bench/)" ;;
+      verify|train|mutation) exec "$python" "$here/bench/bench_$2.py" "${@:3}" ;;  # each puts src/ and bench/ on sys.path itself
+      *) die "bench: which benchmark, verify, train or mutation? usage: reproduce.sh bench verify|train [--quick] or bench mutation [MODULE...] (see bench/)" ;;
     esac ;;
   *) exec "$python" "${run_module[@]}" attngeom "$@" ;;
 esac

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from attngeom import bands, cli, ensemble, expected, html_report, judge, report, schema
+from attngeom.errors import InputError
 
 VALUES = st.floats(-1e4, 1e4, allow_nan=False)
 
@@ -66,8 +68,10 @@ def test_a_derived_band_covers_every_member_and_one_moved_outside_it_fails():
 
 
 def test_an_ensemble_of_fewer_than_four_members_or_two_of_one_model_derives_nothing():
-    for n in range(1, bands.MIN_MEMBERS):
+    for n in (1, 2, 3):  # the literal counts, not the constant's range: the rule says four
         assert bands.derive(_current(), _summary({"yat_b": [50.0 + i for i in range(n)]}), 1200, "x") == _current()
+    four = bands.derive(_current(), _summary({"yat_b": [50.0 + i for i in range(4)]}), 1200, "x")
+    assert four["steps"]["1200"]["occupancy"]["models"]["yat_b"]["ensemble"]["members"] == [50.0, 51.0, 52.0, 53.0]
     doc = _summary({"yat_b": [1.0, 2.0]})
     doc["runs"]["again"] = copy.deepcopy(doc["runs"]["ens-yat_b"])
     with pytest.raises(Exception, match="two ensembles of yat_b"):
@@ -250,3 +254,110 @@ def test_bands_final_exits_1_when_a_trajectory_lies_outside_and_2_on_a_report_wi
     assert cli.main(["bands", "--final", str(report_json)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
     assert cli.main(["bands"]) == 2
+
+
+def test_round_up_of_nothing_or_less_is_zero_and_keeps_exact_values():
+    assert bands.round_up(0.0) == 0.0 and bands.round_up(-3.0) == 0.0
+    assert (
+        bands.round_up(0.12) == 0.12
+        and bands.round_up(0.121) == 0.13
+        and bands.round_up(5.5) == 5.5
+        and bands.round_up(5.9) == 6.0
+    )  # 5.9 is a little above 5.9
+
+
+def test_the_bands_command_line_says_what_each_option_takes(tmp_path):
+    parser = cli.build_parser()
+    sub = parser._subparsers._group_actions[0].choices["bands"]
+    text = " ".join(sub.format_help().split())
+    for words in (
+        "usage: reproduce.sh bands [-h] [--step STEP] [--source SOURCE] [--judge SUMMARY] [--write FILE] ensemble",
+        "ensemble a summary file holding ensembles (`summary ENS ... --out FILE`)",
+        "--step STEP the telemetry step whose bands are derived (default 1200)",
+        "--source SOURCE how the reason names the file (default: the path given)",
+        "--judge SUMMARY judge the runs a summary file keeps again with the derived bands (repeatable)",
+        "--write FILE write the rerun.json with the derived bands to FILE",
+    ):
+        assert words in text, words
+    assert "bands derive rerun.json's intermediate-step bands from a measured ensemble" in " ".join(
+        parser.format_help().split()
+    )
+    args = parser.parse_args(["bands", "s.json", "--step", "600", "--judge", "a.json", "--judge", "b.json"])
+    assert (args.ensemble, args.step, args.judge, args.write) == (
+        Path("s.json"),
+        600,
+        [Path("a.json"), Path("b.json")],
+        None,
+    )
+    assert parser.parse_args(["bands", "s.json", "--write", str(tmp_path / "r.json")]).write == tmp_path / "r.json"
+    assert parser.parse_args(["bands", "s.json"]).step == 1200
+
+
+def test_a_spread_is_its_members_to_a_billionth_or_to_1e_12_near_zero():
+    def at(members, **change) -> dict:
+        doc = _summary({"yat_b": members})
+        doc["runs"]["ens-yat_b"]["ensemble"]["statistics"]["yat_b_s0"]["distinct_winners"]["1200"].update(change)
+        return doc
+
+    members = [1000.0, 1001.0, 1002.0, 1003.0]
+    assert (
+        bands.ensembles_at(at(members, mean=1001.5 * (1 + 1e-10)), 1200)["yat_b"]["distinct_winners"]["mean"] > 1001.5
+    )
+    assert bands.ensembles_at(at([2.0] * 4, std=1e-13), 1200)["yat_b"]["distinct_winners"]["std"] == 1e-13
+    for change in ({"mean": 1001.5 * (1 + 1e-8)}, {"min": 1000.5}):
+        with pytest.raises(InputError) as e:
+            bands.ensembles_at(at(members, **change), 1200)
+        assert str(e.value) == (
+            "the summary file: ens-yat_b yat_b_s0 distinct_winners at step 1200: the spread is not that of its members"
+        )
+    with pytest.raises(InputError, match=r"^ensemble.json: ens-yat_b yat_b_s0 distinct_winners at step 1200: the"):
+        bands.ensembles_at(at([0.0, 0.0, 0.0, 1.0], mean=0.75), 1200, "ensemble.json")
+    assert bands.ensembles_at(at(members), 600) == {"yat_b": {}}  # no value at that step
+    with pytest.raises(InputError) as e:
+        bands.derive(_current(), at(members), 7, "x")
+    assert str(e.value) == "rerun.json has no bands at step 7"
+
+
+def test_a_derived_band_names_its_source_in_its_reason_and_its_ensemble():
+    new = bands.derive(_current(), _summary({"yat_b": [47.4, 49.1, 50.2, 52.6]}), 1200, "expected/measured/x.json")
+    band = new["steps"]["1200"]["occupancy"]["models"]["yat_b"]
+    assert band["ensemble"]["source"] == "expected/measured/x.json"
+    assert band["reason"].startswith("the spread of 4 trajectories of this run on one CPU (expected/measured/x.json: ")
+
+
+def test_the_bands_command_says_why_each_band_is_kept_and_each_verdict(tmp_path, capsys):
+    summary, out = tmp_path / "ensemble.json", tmp_path / "rerun.json"
+    for members, why in (
+        ([50.0, 51.0, 52.0], "kept (3 members, fewer than 4)"),
+        ([50.0], "kept (1 member, fewer than 4)"),
+    ):
+        summary.write_text(json.dumps(_summary({"softmax": members})))
+        assert cli.main(["bands", str(summary), "--write", str(out)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        softmax = [line for line in lines if line.startswith("step 1200 occupancy  softmax ")]
+        assert len(softmax) == 1 and softmax[0].endswith(f"({why})"), lines
+        assert lines[-1] == f"written: {out}"
+    summary.write_text(json.dumps(_summary({"yat_b": [50.0, 51.0, 52.0, 53.0]})))
+    assert cli.main(["bands", str(summary)]) == 0
+    assert "step 1200 occupancy  softmax " in (printed := capsys.readouterr().out)
+    assert [line for line in printed.splitlines() if " softmax " in line][0].endswith("(kept (no ensemble))")
+    kept = expected.REPO / "expected" / "measured" / "paper-step1200.json"
+    source = expected.REPO / "expected" / "measured" / "ensemble-step1200.json"
+    assert cli.main(["bands", str(source), "--judge", str(kept)]) == 0
+    verdicts = [line for line in capsys.readouterr().out.splitlines() if line.startswith(f"{kept}: ")]
+    assert verdicts and all(line.endswith(": PASS") for line in verdicts)
+
+
+def test_ensembles_skip_plain_runs_and_models_of_other_runs_and_name_their_file():
+    doc = _summary({"yat_b": [50.0, 51.0, 52.0, 53.0]})
+    doc["runs"] = {"plain": {"statistics": {}}, **doc["runs"]}  # a run of the summary that is no ensemble
+    by_model = doc["runs"]["ens-yat_b"]["ensemble"]["statistics"]
+    doc["runs"]["ens-yat_b"]["ensemble"]["statistics"] = {"yat_b_s7": by_model["yat_b_s0"], **by_model}  # seed 7 first
+    assert list(bands.ensembles_at(doc, 1200)) == ["yat_b"]
+    by_model["yat_b_s0"]["distinct_winners"]["1200"]["mean"] = 0.0
+    doc["runs"]["ens-yat_b"]["ensemble"]["statistics"] = by_model
+    with pytest.raises(
+        InputError, match=r"^expected/measured/x.json: ens-yat_b yat_b_s0 distinct_winners at step 1200"
+    ):
+        bands.derive(_current(), doc, 1200, "expected/measured/x.json")
+    assert bands.judge_summaries(doc, _current(), 7) == []  # no band at that step

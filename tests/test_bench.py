@@ -31,10 +31,25 @@ def test_bench_scripts_run_as_they_are(script, tmp_path):
     assert "--quick" in done.stdout and "./reproduce.sh bench " in done.stdout
 
 
+def test_the_mutation_check_names_its_modules_and_refuses_an_unlisted_one(tmp_path):
+    """`bench mutation`: its help, and a module not listed in pyproject.toml refused before mutmut starts."""
+    script = [sys.executable, str(REPO / "bench" / "bench_mutation.py")]
+    env = _env_without_pythonpath()
+    done = subprocess.run([*script, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "./reproduce.sh bench mutation [MODULE...]" in done.stdout, done.stderr[-2000:]
+    record = tmp_path / "record.json"
+    done = subprocess.run(
+        [*script, "judge", "nope", "--record", str(record)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 2 and done.stderr.startswith("error: mutation: not a listed module: nope (listed: judge,")
+    assert not record.exists()
+
+
 def test_an_unknown_benchmark_is_one_error_line():
     done = subprocess.run([str(REPO / "reproduce.sh"), "bench", "nope"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        "error: bench: which benchmark, verify or train? usage: reproduce.sh bench verify|train [--quick] (see bench/)"
+        "error: bench: which benchmark, verify, train or mutation? usage: reproduce.sh bench verify|train [--quick] "
+        "or bench mutation [MODULE...] (see bench/)"
     ]
 
 

@@ -273,3 +273,27 @@ def test_a_signal_while_a_swallowed_interrupt_is_handled_never_raises_inside_the
     it._swallowed(SimpleNamespace(exc_value=KeyboardInterrupt()))
     it._raise(signal.SIGINT, None)  # no raise here
     assert again.wait(5) and it._raised is False  # raised again, from the main thread's next bytecode
+
+
+@pytest.mark.parametrize("after", ["returns 0", "raises its own error"])
+def test_an_interrupt_a_library_swallows_still_ends_the_command_with_130(monkeypatch, capfd, after):
+    """A library that catches the KeyboardInterrupt of Ctrl-C (and returns, or raises its own error) does not
+    end the command with its status: the signal was noted, so the command ends as interrupted."""
+    import signal
+
+    from attngeom import cli as command_line
+
+    it = command_line._Interrupt()
+    monkeypatch.setattr(command_line, "INTERRUPT", it)
+    monkeypatch.setattr(it, "install", lambda: None)  # the handler is called below as the signal would call it
+
+    def work() -> int:
+        try:
+            it._raise(signal.SIGINT, None)  # Ctrl-C lands inside the library
+        except KeyboardInterrupt:
+            if after != "returns 0":
+                raise RuntimeError("the library's own error") from None
+        return 0
+
+    assert command_line.ended(work) == 130
+    assert capfd.readouterr().err == "interrupted\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +43,28 @@ def test_the_spread_says_where_the_published_value_stands(values, published):
     s = ensemble.spread(values, published)
     assert s["min"] <= s["mean"] + 1e-9 and s["mean"] <= s["max"] + 1e-9
     assert s["published_inside"] == (min(values) <= published <= max(values))
-    assert s["std"] >= 0 and (len(set(values)) > 1 or s["std"] == 0)
+    if len(values) > 1:  # the sample's standard deviation, and the published value's distance in it, with its sign
+        assert s["std"] == pytest.approx(statistics.stdev(values), rel=1e-9, abs=1e-10)
+    else:
+        assert s["std"] == 0
+    if s["std"] > 0:
+        assert s["published_in_std"] == pytest.approx((published - s["mean"]) / s["std"])
+    else:
+        assert s["published_in_std"] is None
     assert s["members"] == values and s["min"] == min(values) and s["max"] == max(values)
     assert "published" not in ensemble.spread(values, None)
+
+
+def test_the_published_value_below_the_members_lies_a_negative_number_of_standard_deviations_away():
+    """Members 1 and 3: mean 2, sample standard deviation sqrt(2); published 0 lies -sqrt(2) of them away, 4 +sqrt(2)."""
+    below, above = ensemble.spread([1.0, 3.0], 0.0), ensemble.spread([1.0, 3.0], 4.0)
+    assert below["mean"] == 2.0 and below["std"] == pytest.approx(2**0.5, rel=1e-15)
+    assert below["published_in_std"] == pytest.approx(-(2**0.5), rel=1e-15) and not below["published_inside"]
+    assert above["published_in_std"] == pytest.approx(2**0.5, rel=1e-15) and not above["published_inside"]
+    assert (
+        ensemble.spread([1.0, 3.0], 3.0)["published_inside"]
+        and ensemble.spread([2.0, 2.0], 2.0)["published_in_std"] is None
+    )
 
 
 def _losses(member: Path) -> list[float]:

@@ -1,6 +1,7 @@
 import hashlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -38,12 +39,26 @@ def test_write_json_atomic_accepts_numpy_scalars_and_keeps_unicode(tmp_path: Pat
         files.write_json_atomic(path, {"a": object()})
 
 
-def test_repo_and_versions():
+def test_repo_and_versions(tmp_path: Path, monkeypatch):
+    """The installed versions as Python and numpy report them; the checkout's HEAD commit, none without a checkout."""
+    import platform
+
+    import attngeom
+
     assert (files.REPO / "src" / "attngeom" / "files.py").is_file()
     found = files.versions()
-    assert {"attngeom", "python", "numpy"} <= set(found)
-    commit = files.git_commit()
-    assert commit is None or len(commit) == 40
+    assert found["attngeom"] == attngeom.__version__ and found["python"] == platform.python_version()
+    assert found["numpy"] == np.__version__
+    checkout = tmp_path / "checkout"
+    monkeypatch.setattr(files, "REPO", checkout)
+    checkout.mkdir()
+    assert files.git_commit() is None  # not a checkout
+    git = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    assert files.git_commit() is None  # a checkout without a commit
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    assert len(head) == 40 and files.git_commit() == head
 
 
 def _special(tmp_path: Path) -> dict[str, Path]:

@@ -109,13 +109,19 @@ def test_verify_on_a_full_disk_is_2_naming_the_folder(published_root, tmp_path, 
     assert str(disk / "report") in proc.stderr and "No space left" in proc.stderr
 
 
-def test_a_full_disk_while_writing_a_file_is_2_naming_the_folder(tmp_path, tmpfs, monkeypatch):
+def test_a_full_disk_while_writing_a_file_is_2_naming_the_folder(tmp_path, tmpfs, monkeypatch, capsys):
     from attngeom import cli as cli_module
-    from attngeom.files import write_atomic
+    from attngeom.files import shown, write_atomic
 
     disk = tmpfs(tmp_path / "disk", size="64k")
     monkeypatch.setattr(cli_module, "_run", lambda argv: write_atomic(disk / "checkpoint.npz", b"\0" * 200_000))
     assert cli_module.main([]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"error: {shown(disk)}: cannot write there (No space left on device); free some space or write elsewhere\n"
+    )
+    assert sorted(p.name for p in disk.iterdir()) == [], "no temporary file is left behind"
 
 
 @pytest.mark.slow

@@ -1,8 +1,12 @@
+from types import SimpleNamespace
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attngeom import hull
+from attngeom.errors import InputError
 
 
 def lp_only(k_NTD: np.ndarray) -> np.ndarray:
@@ -63,3 +67,36 @@ def test_frank_wolfe_in_blocks_then_together_separates_what_one_batch_does(monke
         monkeypatch.setattr(hull.blocks, "BLOCK_BYTES", block)
         np.testing.assert_array_equal(hull.separated_by_frank_wolfe(gram, todo), whole, err_msg=f"{early}, {block}")
     assert whole.any() and not whole.all() and len(todo) > 100
+
+
+def _statuses(monkeypatch, *statuses: int) -> list[str]:
+    """linprog answering `statuses` in turn (HiGHS: 0 feasible, 2 infeasible, 4 numerical trouble); the methods asked."""
+    asked, answers = [], iter(statuses)
+
+    def linprog(c, A_eq, b_eq, bounds, method):
+        asked.append(method)
+        status = next(answers)
+        return SimpleNamespace(status=status, message=f"status {status} as forced")
+
+    monkeypatch.setattr(hull, "linprog", linprog)
+    return asked
+
+
+SQUARE_WITH_CENTRE = np.array([[1.0, 1], [-1, 1], [-1, -1], [1, -1], [0, 0]])
+
+
+@pytest.mark.parametrize("final,inside", [(0, True), (2, False)])
+def test_numerical_trouble_is_never_a_verdict_the_next_method_decides(monkeypatch, final, inside):
+    asked = _statuses(monkeypatch, 4, final)
+    assert hull.inside_by_lp(SQUARE_WITH_CENTRE, 4) is inside
+    assert asked == ["highs", "highs-ds"]
+    asked = _statuses(monkeypatch, 4, 4, final)
+    assert hull.inside_by_lp(SQUARE_WITH_CENTRE, 0) is inside
+    assert asked == ["highs", "highs-ds", "highs-ipm"]
+
+
+def test_numerical_trouble_in_every_method_is_refused_not_read_as_outside(monkeypatch):
+    asked = _statuses(monkeypatch, 4, 4, 4)
+    with pytest.raises(InputError, match=r"key 4 is inconclusive \(status 4: status 4 as forced\)"):
+        hull.inside_by_lp(SQUARE_WITH_CENTRE, 4)
+    assert asked == ["highs", "highs-ds", "highs-ipm"]

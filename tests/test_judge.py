@@ -28,6 +28,30 @@ def test_passes(measured, j, ok):
     assert passes(measured, j) is ok
 
 
+ABOVE, BELOW = math.nextafter(1.0, 2.0), math.nextafter(1.0, 0.0)  # the doubles either side of 1
+
+
+@pytest.mark.parametrize(
+    "comparison,tolerance,value,inside,outside",
+    [  # binary-exact edges: the value at the tolerance passes, the next double beyond it fails
+        ("abs", 0.25, 0.75, [1.0, 0.5, 0.75], [math.nextafter(1.0, 2.0), math.nextafter(0.5, 0.0)]),
+        ("rel", 0.25, 2.0, [2.5, 1.5, 2.0], [math.nextafter(2.5, 3.0), math.nextafter(1.5, 1.0)]),
+        ("rel", 0.25, -2.0, [-2.5, -1.5], [math.nextafter(-2.5, -3.0), math.nextafter(-1.5, -1.0)]),
+        ("le", None, 1.0, [1.0, BELOW, -math.inf], [ABOVE, math.inf]),
+        ("lt", None, 1.0, [BELOW], [1.0, ABOVE]),
+        ("ge", None, 1.0, [1.0, ABOVE, math.inf], [BELOW, -math.inf]),
+        ("gt", None, 1.0, [ABOVE], [1.0, BELOW]),
+        ("abs", 0.0, 3, [3, 3.0], [2, math.nextafter(3.0, 4.0)]),
+    ],
+)
+def test_a_value_exactly_at_its_tolerance_passes_and_the_next_float_beyond_fails(
+    comparison, tolerance, value, inside, outside
+):
+    j = Judgement(value, comparison, tolerance, "")
+    assert [passes(m, j) for m in inside] == [True] * len(inside)
+    assert [passes(m, j) for m in outside] == [False] * len(outside)
+
+
 def test_rerun_tier_and_smoke():
     entry = {
         "id": "x",
@@ -51,6 +75,100 @@ def test_describe():
     assert judge.describe(Judgement(0.121, "abs", 0.0005, "")) == "0.121 ± 0.0005"
     assert judge.describe(Judgement(4e-4, "lt", None, "")) == "< 0.0004"
     assert judge.describe(Judgement(45.0, "rel", 0.15, "")) == "45 ± 15%"
+    shown = {c: judge.describe(Judgement(2, c, None, "")) for c in ("exact", "le", "lt", "ge", "gt")}
+    assert shown == {"exact": "= 2", "le": "≤ 2", "lt": "< 2", "ge": "≥ 2", "gt": "> 2"}
+
+
+def test_fmt_shows_each_kind_of_value_as_a_reviewer_reads_it():
+    assert [judge.fmt(x) for x in (True, None, "disagree", [1, 2], 15240, math.inf, 0.1234567)] == [
+        "True",
+        "None",
+        "disagree",
+        "[1, 2]",
+        "15,240",
+        "never (inf)",
+        "0.123457",
+    ]
+
+
+def test_a_number_written_as_text_or_nothing_never_passes_a_numeric_judgement():
+    for measured in ("0.5", None, [0.5]):
+        assert not passes(measured, Judgement(0.5, "abs", 1.0, ""))
+        assert not passes(measured, Judgement(0.5, "le", None, ""))
+
+
+BAND_FIELDS = {"value": 7.0, "comparison": "le", "tolerance": 0.5, "reason": "the band's"}
+
+
+@pytest.mark.parametrize("tier", ["published bundles", "mathematics"])
+def test_each_scope_skips_with_its_reason_what_the_evidence_cannot_show_and_a_band_overrides_field_by_field(tier):
+    entry = {"id": "x", "tier": tier, "value": 0.12, "comparison": "abs", "tolerance": 0.001, "reason": "r"}
+    published = Judgement(0.12, "abs", 0.001, "r")
+    shown = {"smoke": {"smoke": True}, "truncated": {"truncated": True}, "both": {"smoke": True, "truncated": True}}
+    for scope, why in (
+        ("smoke", "a paper-preset statistic: skipped on the smoke preset"),
+        ("truncated", "needs the final model: skipped on a run stopped before its last step"),
+    ):
+        for bands in ({}, {"x": {"reason": "b"}}, {"x": {"reason": "b", "smoke": False, "truncated": False}}):
+            got = judge.judgement_for(entry, "published", bands, scope)
+            assert got == (published if tier == "mathematics" else why), (scope, bands)
+        for band in (shown[scope], shown["both"]):
+            assert judge.judgement_for(entry, "published", {"x": {"reason": "b", **band}}, scope) == published
+    assert judge.judgement_for(entry, "published", {}, "all") == published
+    assert judge.judgement_for(entry, "rerun", {"x": BAND_FIELDS}, "all") == Judgement(7.0, "le", 0.5, "the band's")
+    assert judge.judgement_for(entry, "rerun", {"x": {"reason": "b"}}, "all") == Judgement(0.12, "abs", 0.001, "b")
+    assert judge.judgement_for(entry, "rerun", {"x": BAND_FIELDS}, "smoke") == (
+        Judgement(7.0, "le", 0.5, "the band's")
+        if tier == "mathematics"
+        else judge.judgement_for(entry, "rerun", {}, "smoke")
+    )
+    stopped = {**entry, "tier": judge.STOPPED_RUN}
+    assert judge.judgement_for(stopped, "rerun", {"x": BAND_FIELDS}, "truncated") == published  # its own band
+
+
+def _claim(cid: str, model: str, value, comparison: str = "exact", **fields) -> dict:
+    return _entry(cid, "scale_comparisons", model=model) | {"value": value, "comparison": comparison} | fields
+
+
+def test_judge_all_writes_every_field_of_each_row(monkeypatch):
+    """Rows as the report shows them: a pass, a fail, a skip (with its reason), an infinite measurement, an ensemble."""
+    claims = [
+        _claim("pass", "softmax", 15240),
+        _claim("fail", "yat_b", 3.0, "le", tolerance=None, ensemble={"members": [1.0, 2.0]}),
+        _claim("skip", "goat_v", 1),
+        _claim("never", "yat_x", 5.0, "ge"),
+    ]
+    asked = []
+    monkeypatch.setattr(expected, "load_rerun", lambda claims: asked.append(claims) or {"fail": {"reason": "band"}})
+    monkeypatch.setattr(expected, "load_claims", lambda: pytest.fail("the claims given are judged, not claims.json"))
+    models = {"softmax": {"scale_comparisons": 15240}, "yat_b": {"scale_comparisons": 3.5}}
+    models["yat_x"] = {"scale_comparisons": math.inf}
+    rows = judge.judge_all({"models": models}, "rerun", "all", claims=claims)
+    assert asked == [claims]
+    common = {"claim": None, "quote": "q", "source": "s", "function": "scale_comparisons", "unit": "comparisons"}
+    common |= {"tier": "published bundles", "kind": "setup"}
+    want = [
+        {"id": "pass", "measured_value": None, "measured": "-", "verdict": "SKIP", "expected": "-"},
+        {"id": "fail", "measured_value": 3.5, "measured": "3.5", "verdict": "FAIL", "expected": "≤ 3"},
+        {"id": "skip", "measured_value": None, "measured": "-", "verdict": "SKIP", "expected": "-"},
+        {"id": "never", "measured_value": None, "measured": "-", "verdict": "SKIP", "expected": "-"},
+    ]
+    reasons = ["not judged on reruns (it does not depend on the run; the default verify judges it)", "band"]
+    reasons += ["not judged on reruns (it does not depend on the run; the default verify judges it)"] * 2
+    for row, w, why in zip(rows, want, reasons):
+        assert row == common | {"claim": w["id"]} | w | {"tolerance_reason": why} | (
+            {"ensemble": {"members": [1.0, 2.0]}} if w["id"] == "fail" else {}
+        )
+    published = judge.judge_all({"models": models}, "published", "all", claims=claims)
+    assert [(r["verdict"], r["expected"], r["measured"], r["measured_value"]) for r in published] == [
+        ("PASS", "= 15,240", "15,240", 15240),
+        ("FAIL", "≤ 3", "3.5", 3.5),
+        ("SKIP", "-", "-", None),
+        ("PASS", "≥ 5", "never (inf)", None),
+    ]
+    assert [r["tolerance_reason"] for r in published] == ["r", "r", "needs goat_v, not in these bundles", "r"]
+    smoke = judge.judge_all({"models": models}, "published", "smoke", claims=claims)
+    assert {r["tolerance_reason"] for r in smoke} == {"a paper-preset statistic: skipped on the smoke preset"}
 
 
 @pytest.mark.parametrize("cid", [c for c, b in expected.load_rerun().items() if b.get("comparison") in ("abs", "rel")])
@@ -151,3 +269,31 @@ def test_a_stopped_run_gets_a_row_per_statistic_at_each_step_it_reached():
     assert (j.value, j.tolerance) == (0.753121, band["tolerance"])
     assert passes(0.753121 + 0.9 * j.tolerance, j) and not passes(0.753121 - 1.1 * j.tolerance, j)
     assert judge.models_needed(row) == ["yat_b"]
+
+
+def test_a_stopped_runs_entry_names_its_step_model_and_band_in_every_field():
+    one = {"published": 0.75, "tolerance": 0.01, "reason": "why"}
+    band = {"statistic": "mean_norm_entropy", "label": "entropy", "unit": "nats", "models": {"yat_b": one}}
+    band["models"]["goat_v"] = one | {"ensemble": {"members": [0.7, 0.8]}}
+    entries = judge.stopped_run_entries({1200: {"ent": band}})
+    common = {"function": "mean_norm_entropy_at", "value": 0.75, "unit": "nats", "comparison": "abs"}
+    common |= {"tolerance": 0.01, "reason": "why", "tier": judge.STOPPED_RUN, "kind": "statistic"}
+    assert entries == [
+        common
+        | {
+            "id": f"step1200.{m}.ent",
+            "claim": f"{m}: entropy at step 1200, as in the published run",
+            "quote": f"(not a quote: the published bundles' step1200 map of {m})",
+            "source": f"the published bundles, attn_{m}_s0.npz, key step1200",
+            "args": {"model": m, "step": 1200},
+        }
+        | ({"ensemble": {"members": [0.7, 0.8], "published": 0.75}} if m == "goat_v" else {})
+        for m in ("yat_b", "goat_v")
+    ]
+    band["separates"] = [["yat_b", "goat_v"]]
+    assert judge.separation_notes({1200: {"ent": band}}) == [
+        "at step 1200 the bands of yat_b and goat_v (entropy) overlap: a run inside both does not tell the two "
+        "apart as the posts do"
+    ]
+    band["models"]["goat_v"] = one | {"published": 0.9}
+    assert judge.separation_notes({1200: {"ent": band}}) == []

@@ -378,3 +378,24 @@ def kaggle_estimate(members: int = 4) -> str:
     ]
     estimate = kaggle_budget.describe({"members": members, "kernels": kernels}, machine)
     return f"{estimate} (FLOPs per step by {provenance(d)}, `{_rel(path)}`)"
+
+
+def mutation_table() -> str:
+    """The mutation score of each module (bench/results/mutation.json, `bench mutation`), and the listed
+    modules (pyproject.toml's `[tool.attngeom.mutation]`) not measured yet."""
+    import tomllib  # Python 3.11 on, as the benchmark itself
+
+    listed = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["attngeom"]["mutation"]
+    path = BENCH / "mutation.json"
+    record = _read(path)["modules"] if path.exists() else {}
+    rows = ["| module | caught | mutants (less equivalent) | survivors | measured |", "| --- | --- | --- | --- | --- |"]
+    for module, m in record.items():
+        judged = m["mutants"] - m["equivalent"]
+        score = "-" if m["score"] is None else f"{m['score']:.1%}"
+        where = f"{m['date']}, commit {(m['commit'] or '?')[:7]}{'' if m['clean'] else ' (with changes)'}"
+        rows.append(f"| `{module}` | {score} | {judged} | {len(m['survivors'])} | {where} |")
+    missing = [f"`{m}`" for m in listed["modules"] if m not in record]
+    below = [f"`{m}`" for m, r in record.items() if (r["score"] or 0) < listed["least_score"]]
+    notes = [f"Below {listed['least_score']:.0%}: {', '.join(below)}." if below else ""]
+    notes.append(f"Not measured yet: {', '.join(missing)}." if missing else "")
+    return "\n".join(rows) + "\n\n" + " ".join(n for n in notes if n).strip() + f"\n\n(from `{_rel(path)}`)\n"
