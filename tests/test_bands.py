@@ -271,7 +271,10 @@ def test_the_bands_command_line_says_what_each_option_takes(tmp_path):
     sub = parser._subparsers._group_actions[0].choices["bands"]
     text = " ".join(sub.format_help().split())
     for words in (
-        "usage: reproduce.sh bands [-h] [--step STEP] [--source SOURCE] [--judge SUMMARY] [--write FILE] ensemble",
+        "usage: reproduce.sh bands [-h] [--final REPORT_JSON] [--step STEP] [--source SOURCE] [--judge SUMMARY] "
+        "[--write FILE] [ensemble]",
+        "--final REPORT_JSON instead: the final-step bands beside the full-length trajectories of the published "
+        "bundles' report.json",
         "ensemble a summary file holding ensembles (`summary ENS ... --out FILE`)",
         "--step STEP the telemetry step whose bands are derived (default 1200)",
         "--source SOURCE how the reason names the file (default: the path given)",
