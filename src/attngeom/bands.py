@@ -174,7 +174,9 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
         else:
             kept = f"kept: {len(values)} of the {MIN_MEMBERS} full-length trajectories a band is derived from"
         band["measured"] = [{"trajectory": t, "value": v, "covered": passes(v, how)} for t, v in values]
-        shown_values = "; ".join(f"{t} {v:g} {'inside' if passes(v, how) else 'OUTSIDE'}" for t, v in values)
+        shown_values = "; ".join(
+            f"{m['trajectory']} {m['value']:g} {'inside' if m['covered'] else 'OUTSIDE'}" for m in band["measured"]
+        )
         lines.append(f"{cid:28} {how.comparison} {how.tolerance}: {shown_values or 'none measured'} ({kept})")
     return doc, lines
 
