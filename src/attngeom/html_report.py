@@ -223,19 +223,20 @@ def _trajectories(report: dict) -> str:
         return ""
     claims = {c["id"]: c for c in report["claims"]}
     stats = {cid: one for cid, one in section["claims"].items() if one["kind"] == "statistic"}
+    cells = {cid: trajectory_cells(one) for cid, one in stats.items()}
     head = "".join(f"<th>{_e(h)}</th>" for h in TRAJECTORY_COLUMNS)
     body = "".join(
         f'<tr data-claim="{_e(cid)}"><td><a href="#claim-{_e(cid)}"><code>{_e(cid)}</code></a></td>'
-        + "".join(f'<td class="num">{_e(c)}</td>' for c in trajectory_cells(one))
+        + "".join(f'<td class="num">{_e(c)}</td>' for c in cells[cid])
         + "</tr>"
-        for cid, one in stats.items()
+        for cid in stats
     )
     plots = "".join(
         _strip_figure(
             "trajectory",
             f'data-claim="{_e(cid)}"',
-            f"{claims[cid]['claim']}: step {one['step']:,}, trajectories {trajectory_cells(one)[3]}, "
-            f"the quote stands {trajectory_cells(one)[4]}",
+            f"{claims[cid]['claim']}: step {one['step']:,}, trajectories {cells[cid][3]}, "
+            f"the quote stands {cells[cid][4]}",
             [(one["model"], [[v["value"] for v in one["values"]]], one["quoted"], one["judged"])],
             ring="these bundles",
         )
