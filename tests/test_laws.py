@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -73,3 +74,30 @@ def test_the_dot_products_of_the_published_bundles_are_exact_in_any_order(publis
     for model in bundles.load_models(published_root).values():
         q, k = (a.astype(np.float64) for a in (model.q_LHTD, model.k_LHTD))
         np.testing.assert_array_equal(laws.dots(q, k), np.einsum("...td,...sd->...ts", q, k))
+
+
+def test_kernel_clamps_a_negative_squared_distance_to_zero():
+    """Round-off can make |q|^2 + |k|^2 - 2 q.k negative for a key at its query: it counts as 0, so
+    kappa is (d + b)^2 / eps there. Here the inputs are chosen so the difference is exactly -2."""
+    kappa = laws.kernel(np.array([[1.0]]), np.array([0.0]), np.array([0.0]), 0.5, 0.25)
+    assert kappa.tolist() == [[9.0]]  # (1 + 0.5)^2 / (0 + 0.25), not 2.25 / (-2 + 0.25)
+
+
+def test_kernel_weights_divide_by_the_row_sum_plus_1e_9():
+    """As the original: a row of kappa summing to S has weights kappa / (S + 1e-9), so it sums to S / (S + 1e-9)."""
+    kappa = np.array([[[2.0, 6.0], [5.0, 3.0]]])
+    w = laws.kernel_weights(kappa, laws.available_TT(2, False))
+    np.testing.assert_allclose(w, [[[2.0 / (2.0 + 1e-9), 0.0], [5.0 / (8.0 + 1e-9), 3.0 / (8.0 + 1e-9)]]], rtol=1e-15)
+    assert w[0, 0, 0] < 1.0
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_hide_writes_the_value_over_the_hidden_keys_of_a_band_only_and_in_place(strict):
+    T = 20
+    available = laws.available_TT(T, strict)
+    for rows, keys, hidden in laws.row_bands(T, strict):
+        scores = np.arange(2 * T * T, dtype=np.float64).reshape(2, T, T)
+        band = scores[:, rows, keys].copy()
+        out = laws.hide(band, rows, hidden, -7.5)
+        assert out is band
+        np.testing.assert_array_equal(out, np.where(available[rows, keys], scores[:, rows, keys], -7.5))

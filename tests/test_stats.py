@@ -1,3 +1,5 @@
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -140,14 +142,14 @@ def whole_share(attn_NTT: np.ndarray, strict: bool) -> np.ndarray:
 
 @st.composite
 def maps(draw, most_T: int = 128) -> tuple[np.ndarray, bool]:
-    """Float16 maps of 2 heads that a law allows: never negative, zero on the hidden keys, rows of few
+    """Float16 maps of 1 layer of 2 heads that a law allows: never negative, zero on the hidden keys, rows of few
     distinct weights (ties and zeros) and every scorable row with some weight."""
     T, strict = draw(st.integers(3, most_T)), draw(st.booleans())
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
-    levels = rng.integers(0, 4, size=(2, T, T)) * np.float16(draw(st.sampled_from([2.0**-14, 0.01, 0.25])))
+    levels = rng.integers(0, 4, size=(1, 2, T, T)) * np.float16(draw(st.sampled_from([2.0**-14, 0.01, 0.25])))
     attn = np.where(laws.available_TT(T, strict), levels, 0.0)
-    attn[:, np.arange(laws.first_scorable(strict), T), 0] += 0.5  # key 0: every scorable row has weight
+    attn[..., np.arange(laws.first_scorable(strict), T), 0] += 0.5  # key 0: every scorable row has weight
     return attn.astype(np.float16), strict
 
 
@@ -171,3 +173,122 @@ def test_past_128_keys_the_bands_sum_in_another_order_only(drawn):
     np.testing.assert_array_equal(rows.winners, whole_winners(attn, strict))
     np.testing.assert_allclose(rows.entropy, whole_entropy(attn, strict), rtol=1e-13)
     np.testing.assert_allclose(rows.share, whole_share(attn, strict), rtol=1e-13)
+
+
+def test_winners_compare_float64_scores_in_float64():
+    """Scores 2^-40 apart are one float32: compared in their own precision, the larger wins."""
+    s = np.array([[0.0, 0.0], [1.0, 1.0 + 2.0**-40]])
+    assert stats.winners(s, strict=False).tolist() == [1]
+
+
+def test_distinct_count_counts_along_each_row_of_any_leading_axes():
+    win = np.array([[[3, 1, 3, 2], [0, 0, 0, 0]], [[1, 2, 3, 4], [5, 5, 4, 4]]])
+    assert stats.distinct_count(win).tolist() == [[3, 1], [4, 2]]
+
+
+def test_occupancy_and_winner_share_read_the_strict_mask():
+    """Strict T = 4: row 1 (key 0 only) is not scorable; rows 2 and 3 are won by key 1 with shares 3/4 and 5/8."""
+    attn = np.zeros((1, 1, 4, 4), np.float16)
+    attn[0, 0, 1, 0] = 1.0
+    attn[0, 0, 2, :2] = [0.25, 0.75]
+    attn[0, 0, 3, :3] = [0.25, 0.625, 0.125]
+    assert stats.occupancy(attn, strict=True).tolist() == [[0.25]]  # one distinct winner over T = 4
+    assert stats.winner_share(attn, strict=True).tolist() == [[0.6875]]
+
+
+def test_winner_share_is_the_winners_weight_over_its_rows_weight():
+    attn = np.zeros((1, 1, 3, 3), np.float16)
+    attn[0, 0, 0, 0] = 1.0
+    attn[0, 0, 1, :2] = [0.75, 0.25]
+    attn[0, 0, 2] = [0.25, 0.125, 0.5]  # weight 7/8: the winner holds 4/7
+    assert stats.winner_share(attn, strict=False)[0, 0] == pytest.approx((0.75 + 4 / 7) / 2, rel=1e-15)
+
+
+def test_a_softmax_scorer_scales_the_dot_products_and_picks_a_head():
+    rng = np.random.default_rng(4)
+    q, k = (rng.normal(size=(2, 3, 5, 4)).astype(np.float16) for _ in range(2))
+    soft = model(q, k, np.zeros((2, 3, 5, 5), np.float16))
+    dots = np.einsum("...td,...sd->...ts", q.astype(np.float64), k.astype(np.float64))
+    np.testing.assert_array_equal(stats.raw_scores(soft, 2.0), 2.0 * dots)
+    head = stats.scorer(soft, (1, 2))
+    assert head.b is None and head.eps is None
+    np.testing.assert_array_equal(head.dots, dots[1, 2])
+    np.testing.assert_array_equal(stats.raw_scores(soft, 0.5, (1, 2)), 0.5 * dots[1, 2])
+
+
+def windowed_kernel(strict: bool, T: int = 13) -> tuple[BundleModel, Callable[[float], np.ndarray]]:
+    """A kernel model with a window axis (W 2, L 2, H 3) and its kappa on whole rows at scale t. Its exported
+    map is the kernel weights of those rows exactly (float64), but for one weight of head (0, 1, 2) moved by
+    1/2 in the last row before the first scorable one, and another of head (1, 0, 1) in row T - 2."""
+    rng = np.random.default_rng(11)
+    q, k = (rng.normal(size=(2, 2, 3, T, 4)).astype(np.float16) for _ in range(2))
+    b, eps = rng.uniform(0.1, 1.0, size=(2, 2, 3))
+    q64, k64 = q.astype(np.float64), k.astype(np.float64)
+    d, qq, kk = np.einsum("...td,...sd->...ts", q64, k64), (q64**2).sum(-1), (k64**2).sum(-1)
+
+    def kappa(t: float) -> np.ndarray:
+        return laws.kernel(d, qq, kk, b, eps, t)
+
+    attn = laws.kernel_weights(kappa(1.0), laws.available_TT(T, strict))
+    attn[0, 1, 2, laws.first_scorable(strict) - 1, 0] += 0.5
+    attn[1, 0, 1, T - 2, 3] += 0.25
+    run = {"best_val": 1.0, "b_learned": b.tolist(), "eps_learned": eps.tolist()}
+    return model(q, k, attn, run, "goat_v" if strict else "yat_b"), kappa
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_a_windowed_kernel_models_statistics_are_their_definitions_on_whole_rows(strict):
+    """Every statistic of a model with a window axis and several layers and heads, band by band, is the one
+    its definition gives on whole rows, bit for bit, in the shape (W, L, H, ...)."""
+    m, kappa = windowed_kernel(strict)
+    available = laws.available_TT(13, strict)
+    np.testing.assert_array_equal(stats.raw_scores(m, 0.5), kappa(0.5))
+    base = whole_winners(kappa(1.0), strict)
+    changed = np.stack([(whole_winners(kappa(t), strict) != base).mean(-1) for t in (0.5, 0.8, 1.25, 2.0, 4.0)], -1)
+    assert changed.shape == (2, 2, 3, 5) and changed.max() > 0
+    np.testing.assert_array_equal(stats.scale_changed(m), changed)
+    np.testing.assert_array_equal(stats.scale_changed(m, head=(1, 2)), changed[:, 1, 2])
+    np.testing.assert_array_equal(
+        stats.changed_winners(m, (2.0,), 1.0, (1, 2))[0], whole_winners(kappa(2.0), strict)[:, 1, 2] != base[:, 1, 2]
+    )
+
+    gap = np.abs(laws.kernel_weights(kappa(1.0), available) - m.attn_LHTT).max((-2, -1))
+    assert (
+        gap.shape == (2, 2, 3)
+        and gap[0, 1, 2] == pytest.approx(0.5)
+        and gap[1, 0, 1] == pytest.approx(0.25)
+        and (gap == 0).sum() == 10
+    )
+    np.testing.assert_array_equal(stats.reconstruction_gap(m), gap)
+
+    nearest = whole_winners(
+        -((m.q_LHTD[..., :, None, :] - m.k_LHTD[..., None, :, :]).astype(np.float64) ** 2).sum(-1), strict
+    )
+    aligned = whole_winners(
+        np.einsum("...td,...sd->...ts", m.q_LHTD.astype(np.float64), m.k_LHTD.astype(np.float64)), strict
+    )
+    own = whole_winners(m.attn_LHTT, strict)
+    agreement = stats.winner_agreement(m)
+    np.testing.assert_array_equal(agreement[0], (own == nearest).mean(-1))
+    np.testing.assert_array_equal(agreement[1], (own == aligned).mean(-1))
+
+
+def test_the_sweep_is_on_layer_0_head_0_of_every_window_against_scale_1():
+    m, kappa = windowed_kernel(False)
+    nearest_1 = stats.SWEEP_SCALES[20]  # the middle of 41 scales from 1/4 to 4
+    base = whole_winners(kappa(nearest_1), False)[:, 0, 0]
+    sweep = np.stack([(whole_winners(kappa(t), False)[:, 0, 0] != base).mean(-1) for t in stats.SWEEP_SCALES])
+    assert sweep.shape == (41, 2) and sweep.max() > 0
+    np.testing.assert_array_equal(stats.scale_sweep(m), sweep)
+    np.testing.assert_array_equal(stats.scale_sweep(m, scales=(0.25, nearest_1, 4.0)), sweep[[0, 20, 40]])
+
+
+def test_a_given_scorer_is_the_one_the_scale_test_reads(monkeypatch):
+    m, _ = windowed_kernel(True)
+    score, changed = stats.scorer(m), stats.scale_changed(m)
+
+    def no_scorer(*args):
+        raise AssertionError("a scorer made again")
+
+    monkeypatch.setattr(stats, "scorer", no_scorer)
+    np.testing.assert_array_equal(stats.scale_changed(m, score=score), changed)
