@@ -48,14 +48,22 @@ from attngeom.files import git_commit, write_json_atomic  # noqa: E402
 
 RECORD = REPO / "bench" / "results" / "mutation.json"
 WORK = REPO / ".mutation"
-LINKED = ("src", "tests", "expected", "bench", "reproduce.sh", "requirements.lock")  # what mutmut copies
-# (source_paths, also_copy) and the tests read: reproduce.sh in the copy runs the mutated source
 CAUGHT = {"killed", "timeout", "segfault", "caught by type check"}
+
+
+def pyproject() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
 
 
 def settings() -> dict:
     """`[tool.attngeom.mutation]` of pyproject.toml: modules -> test files, equivalent mutant -> why."""
-    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["attngeom"]["mutation"]
+    return pyproject()["attngeom"]["mutation"]
+
+
+def linked() -> list[str]:
+    """What mutmut copies to `mutants/` (its source_paths, tests/ and the also_copy of `[tool.mutmut]`)."""
+    mutmut = pyproject()["mutmut"]
+    return [*mutmut["source_paths"], "tests", *(name.rstrip("/") for name in mutmut["also_copy"])]
 
 
 def source_of(module: str) -> Path:
@@ -74,7 +82,7 @@ def prepare(module: str, tests: list[str]) -> Path:
     folder = WORK / module.replace(":", "-")  # a ':' would split the PYTHONPATH the tests give subprocesses
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    for name in LINKED:
+    for name in linked():
         (folder / name).symlink_to(REPO / name, target_is_directory=(REPO / name).is_dir())
     text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     selection = f"only_mutate = {json.dumps([str(source_of(module))])}\n"
