@@ -446,8 +446,10 @@ def test_the_parser_names_every_command_and_refuses_in_one_line():
     assert set(helps) >= {"verify", "rerun", "fidelity", "kaggle", "docker", "figures", "summary", "bands", "docs"}
     assert helps["test"] == "run the test suite (arguments go to pytest)"
     assert helps["bench"] == "benchmarks and the mutation check: bench verify|train|mutation"
+    assert parser.format_usage() == "usage: reproduce.sh [-h] COMMAND ...\n"
     for name in ("test", "bench"):
         args = parser.parse_args([name])
+        assert args.command == name
         with pytest.raises(InputError, match=f"^{name} is run by reproduce.sh itself: ./reproduce.sh {name} ...$"):
             args.func(args)
     with pytest.raises(InputError) as caught:

@@ -341,15 +341,16 @@ def test_a_folder_replaced_whole_keeps_what_is_not_renewed_and_its_mode(tmp_path
     for name, text in (("keep.txt", "k"), ("sub/inner.txt", "i"), ("report.md", "old"), ("gone.png", "g")):
         (out / name).write_text(text)
     (out / "link").symlink_to("keep.txt")
+    (out / "sub" / "link").symlink_to("inner.txt")
     out.chmod(0o750)
-    inode = (out / "keep.txt").stat().st_ino
+    inode, inner = (out / "keep.txt").stat().st_ino, (out / "sub" / "inner.txt").stat().st_ino
     with files.replaced_folder(out, {"report.md", "gone.png"}) as new:
         assert new.parent == tmp_path and files.is_temporary(new.name) and new.name.startswith(".out.")
         assert sorted(p.name for p in new.iterdir()) == ["keep.txt", "link", "sub"]
         (new / "report.md").write_text("new")
-    assert _tree(out) == {"keep.txt": "k", "link": "k", "report.md": "new", "sub/inner.txt": "i"}
-    assert (out / "link").is_symlink() and os.readlink(out / "link") == "keep.txt"
-    assert (out / "keep.txt").stat().st_ino == inode  # a hard link, not a copy
+    assert _tree(out) == {"keep.txt": "k", "link": "k", "report.md": "new", "sub/inner.txt": "i", "sub/link": "i"}
+    assert os.readlink(out / "link") == "keep.txt" and os.readlink(out / "sub" / "link") == "inner.txt"
+    assert (out / "keep.txt").stat().st_ino == inode and (out / "sub" / "inner.txt").stat().st_ino == inner  # linked
     assert out.stat().st_mode & 0o7777 == 0o750 and sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
@@ -466,9 +467,11 @@ def test_a_target_that_appears_or_vanishes_meanwhile_is_tried_again(tmp_path: Pa
     with pytest.raises(OSError) as caught:
         files._swap_in(new, out)
     assert caught.value.errno == errno.EBUSY  # tried again after ENOENT, then the second answer raised
-    monkeypatch.setattr(files, "_exchange", lambda a, b: (_ for _ in ()).throw(OSError(errno.ENOENT, "gone")))
+    tries = []
+    monkeypatch.setattr(files, "_exchange", lambda a, b: tries.append(b) or (_ for _ in ()).throw(OSError(2, "gone")))
     with pytest.raises(OSError) as caught:
         files._swap_in(new, out)
+    assert tries == [out] * 100
     assert (caught.value.errno, caught.value.strerror, caught.value.filename) == (
         errno.EBUSY,
         "kept changing while being replaced",

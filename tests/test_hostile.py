@@ -172,14 +172,14 @@ def test_a_stream_still_broken_on_null_discards_what_was_left():
 
 
 def test_the_guard_opens_closed_descriptors_on_null_and_wraps_the_output_streams(monkeypatch):
-    """streams.guard, in this process, with descriptor 2 closed, stdin and stdout streams of their own,
-    and no stderr stream (closed when Python started): only 2 goes to /dev/null; stdout and a new
-    stderr on descriptor 2 are wrapped (once: a wrapped stream is kept as it is); stdin never."""
+    """streams.guard, in this process, with descriptors 0 and 2 closed: only those go to /dev/null; stdout
+    is wrapped (once: a wrapped stream is kept as it is), stdin never; a stream Python started without
+    (closed then) is opened on its descriptor, UTF-8 with escapes, never closing the descriptor."""
     import io
 
     from attngeom import streams
 
-    closed, moved = {2}, []
+    closed, moved = {0, 2}, []
 
     def fstat(fd):
         if fd in closed:
@@ -188,19 +188,29 @@ def test_the_guard_opens_closed_descriptors_on_null_and_wraps_the_output_streams
 
     monkeypatch.setattr(streams.os, "fstat", fstat)
     monkeypatch.setattr(streams, "_to_null", moved.append)
-    stdin, stdout = io.StringIO(), io.StringIO()
-    monkeypatch.setattr(sys, "stdin", stdin)
-    monkeypatch.setattr(sys, "stdout", stdout)
-    monkeypatch.setattr(sys, "stderr", None)
+    stdin, stdout, stderr = io.StringIO(), io.StringIO(), io.StringIO()
+    for name, stream in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr)):
+        monkeypatch.setattr(sys, name, stream)
     streams.guard()
-    assert moved == [2] and sys.stdin is stdin
+    assert moved == [0, 2] and sys.stdin is stdin
     assert isinstance(sys.stdout, streams.Forgiving) and sys.stdout._stream is stdout
-    err = sys.stderr._stream
-    assert isinstance(sys.stderr, streams.Forgiving) and err.fileno() == 2 and err.mode == "w"
-    assert (err.encoding, err.errors, err.buffer.raw.closefd) == ("utf-8", "backslashreplace", False)
+    assert isinstance(sys.stderr, streams.Forgiving) and sys.stderr._stream is stderr
     wrapped = sys.stdout
     streams.guard()
     assert sys.stdout is wrapped and sys.stdout._stream is stdout
+    for name in ("stdin", "stdout", "stderr"):
+        monkeypatch.setattr(sys, name, None)
+    streams.guard()
+    opened = {name: getattr(sys, name) for name in ("stdin", "stdout", "stderr")}
+    opened = {name: getattr(s, "_stream", s) for name, s in opened.items()}
+    assert not isinstance(sys.stdin, streams.Forgiving) and isinstance(sys.stderr, streams.Forgiving)
+    assert {name: (s.fileno(), s.mode) for name, s in opened.items()} == {
+        "stdin": (0, "r"),
+        "stdout": (1, "w"),
+        "stderr": (2, "w"),
+    }
+    for s in opened.values():
+        assert (s.encoding, s.errors, s.buffer.raw.closefd) == ("utf-8", "backslashreplace", False)
 
 
 # 2. No code from the working folder.
