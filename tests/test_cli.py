@@ -255,6 +255,14 @@ def test_two_verifies_in_the_worst_interleaving_leave_the_last_set(published_roo
     assert not stray_temporaries(tmp_path)
 
 
+def _raised_once(it, signum: int) -> None:
+    """The handler called again: a KeyboardInterrupt now fails the test (escaping, it would end the session)."""
+    try:
+        it._raise(signum, None)
+    except KeyboardInterrupt:
+        pytest.fail("a second signal raised KeyboardInterrupt again")
+
+
 def test_a_signal_while_a_swallowed_interrupt_is_handled_never_raises_inside_the_hook(monkeypatch):
     """A KeyboardInterrupt lost in a callback (jax's GC callback) is raised again after the hook returns; a
     signal arriving while the hook runs only notes itself (raised inside the hook, it was printed as an
@@ -271,7 +279,7 @@ def test_a_signal_while_a_swallowed_interrupt_is_handled_never_raises_inside_the
     it = command_line._Interrupt()
     it._raised = True  # the first KeyboardInterrupt, the one swallowed
     it._swallowed(SimpleNamespace(exc_value=KeyboardInterrupt()))
-    it._raise(signal.SIGINT, None)  # no raise here
+    _raised_once(it, signal.SIGINT)  # no raise here
     assert again.wait(5) and it._raised is False  # raised again, from the main thread's next bytecode
 
 
@@ -509,7 +517,7 @@ def test_a_fresh_interrupt_has_seen_nothing_and_notes_the_first_signal_only():
     assert it.seen.is_set() and it.signum is signal.SIGHUP and it.status == 129
     with pytest.raises(KeyboardInterrupt):
         it._raise(15, None)
-    it._raise(2, None)  # once only: a second signal never cuts into the cleanup
+    _raised_once(it, 2)  # once only: a second signal never cuts into the cleanup
     assert it._raised is True and it.signum is signal.SIGHUP
 
 

@@ -64,6 +64,30 @@ def test_repo_and_versions(tmp_path: Path, monkeypatch):
     assert len(head) == 40 and files.git_commit() == head
 
 
+def test_the_commit_is_asked_of_git_with_a_time_limit(monkeypatch, tmp_path: Path):
+    from types import SimpleNamespace
+
+    (tmp_path / ".git").mkdir()
+    monkeypatch.setattr(files, "REPO", tmp_path)
+    asked = []
+
+    def run(argv, **kwargs):
+        asked.append((argv, kwargs))
+        return SimpleNamespace(returncode=0, stdout="abc\n")
+
+    monkeypatch.setattr(files.subprocess, "run", run)
+    assert files.git_commit() == "abc"
+    assert asked == [
+        (["git", "-C", str(tmp_path), "rev-parse", "HEAD"], {"capture_output": True, "text": True, "timeout": 10})
+    ]
+
+    def hangs(argv, **kwargs):
+        raise subprocess.TimeoutExpired(argv, kwargs["timeout"])
+
+    monkeypatch.setattr(files.subprocess, "run", hangs)
+    assert files.git_commit() is None
+
+
 def _special(tmp_path: Path) -> dict[str, Path]:
     """Paths that are not regular files: a character device (mknod, as root), a FIFO, a socket, a folder."""
     import socket
@@ -157,7 +181,15 @@ def test_a_temporary_prefix_keeps_200_bytes_of_the_name():
 
 
 def test_the_temporaries_a_killed_writer_left_are_removed_and_named(tmp_path: Path):
-    for name in (".a.1.tmp", "sub/.b.2.tmp", ".d.3.tmp/.c.4.tmp", "keep.txt", "..tmp", "sub/keep.tmp"):
+    for name in (
+        ".a.1.tmp",
+        "sub/.b.2.tmp",
+        ".d.3.tmp/.c.4.tmp",
+        "keep.txt",
+        "..tmp",
+        "sub/keep.tmp",
+        "sub/e/.e.6.tmp",
+    ):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
     outside = tmp_path / "outside"
@@ -165,11 +197,25 @@ def test_the_temporaries_a_killed_writer_left_are_removed_and_named(tmp_path: Pa
     (outside / "kept").write_text("x")
     (tmp_path / ".l.5.tmp").symlink_to(outside, target_is_directory=True)
     shallow = files.remove_temporaries(tmp_path / "sub", recursive=False)
-    assert shallow == [".b.2.tmp"]
+    assert shallow == [".b.2.tmp"] and (tmp_path / "sub" / "e" / ".e.6.tmp").exists()
     (tmp_path / "sub" / ".b.2.tmp").write_text("x")
-    assert sorted(files.remove_temporaries(tmp_path)) == [".a.1.tmp", ".d.3.tmp", ".l.5.tmp", "sub/.b.2.tmp"]
+    assert sorted(files.remove_temporaries(tmp_path)) == [
+        ".a.1.tmp",
+        ".d.3.tmp",
+        ".l.5.tmp",
+        "sub/.b.2.tmp",
+        "sub/e/.e.6.tmp",
+    ]
     left = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
-    assert left == ["..tmp", "keep.txt", "outside", "outside/kept", "sub", "sub/keep.tmp"]  # the link's folder whole
+    assert left == [
+        "..tmp",
+        "keep.txt",
+        "outside",
+        "outside/kept",
+        "sub",
+        "sub/e",
+        "sub/keep.tmp",
+    ]  # the link's folder whole
     assert files.remove_temporaries(tmp_path) == []
 
 
@@ -278,7 +324,7 @@ def test_a_library_that_is_not_installed_is_left_out_of_the_versions(monkeypatch
     assert sorted(found) == ["attngeom", "numpy", "pytest", "python"] and found["pytest"] == pytest.__version__
 
 
-CPUINFO = "processor\t: 0\nHardware\t:\nmodel name\t: Fancy CPU 3000\nflags\t\t: sse2 fpu avx\nmodel name\t: Other\n"
+CPUINFO = "processor\t: 0\nHardware\t:\nmodel name\t: Fancy: CPU 3000\nflags\t\t: sse2 fpu avx\nmodel name\t: Other\n"
 
 
 def _cpuinfo_reads(monkeypatch, text: str | None) -> None:
@@ -286,6 +332,7 @@ def _cpuinfo_reads(monkeypatch, text: str | None) -> None:
 
     def read_text(self, *args, **kwargs):
         if self == Path("/proc/cpuinfo"):
+            assert (args, kwargs) == ((), {"encoding": "utf-8", "errors": "replace"})  # whatever bytes it holds
             if text is None:
                 raise FileNotFoundError(2, "No such file or directory", str(self))
             return text
@@ -299,11 +346,16 @@ def test_the_cpu_is_read_from_the_first_key_with_a_value(monkeypatch):
     import platform
 
     _cpuinfo_reads(monkeypatch, CPUINFO)
-    assert files._cpuinfo(("Hardware", "model name")) == "Fancy CPU 3000"
+    assert files._cpuinfo(("Hardware", "model name")) == "Fancy: CPU 3000"
     assert files._cpuinfo(("nothing",)) is None
-    assert files.cpu_model() == "Fancy CPU 3000"
+    assert files.cpu_model() == "Fancy: CPU 3000"
     monkeypatch.setattr(platform, "machine", lambda: "x86_64")
-    assert files.cpu_identity() == h.sha256(b"x86_64|Fancy CPU 3000|avx fpu sse2").hexdigest()[:16]
+    assert files.cpu_identity() == h.sha256(b"x86_64|Fancy: CPU 3000|avx fpu sse2").hexdigest()[:16]
+    _cpuinfo_reads(monkeypatch, "Hardware\t: Board 1\nFeatures\t: neon fp\n")  # ARM's words
+    assert files.cpu_model() == "Board 1"
+    assert files.cpu_identity() == h.sha256(b"x86_64|Board 1|fp neon").hexdigest()[:16]
+    _cpuinfo_reads(monkeypatch, "cpu model\t: MIPS 24Kc\n")
+    assert files.cpu_model() == "MIPS 24Kc"
     _cpuinfo_reads(monkeypatch, None)
     assert files._cpuinfo(("model name",)) is None
     assert files.cpu_identity() == h.sha256(f"x86_64|{files.cpu_model()}|".encode()).hexdigest()[:16]
@@ -440,6 +492,13 @@ def test_the_atomic_exchange_swaps_two_paths_or_names_the_missing_one(tmp_path: 
         "No such file or directory",
         str(tmp_path / "none"),
     )
+    (a / "sub").mkdir()
+    with pytest.raises(OSError) as caught:
+        files._exchange(a, a / "sub")  # a folder into itself: this call's own errno, not the last one's
+    assert (caught.value.errno, caught.value.strerror) == (errno.EINVAL, "Invalid argument")
+    monkeypatch.chdir(tmp_path)
+    files._exchange(Path("a"), Path("b"))  # names relative to the working folder
+    assert a.read_text() == "A" and b.is_dir()
     monkeypatch.setattr(files.sys, "platform", "darwin")
     with pytest.raises(OSError) as caught:
         files._exchange(a, b)
@@ -490,7 +549,9 @@ def test_a_file_that_cannot_be_hard_linked_is_copied(tmp_path: Path, monkeypatch
     assert (tmp_path / "b").read_text() == "x" and (tmp_path / "b").stat().st_ino != (tmp_path / "a").stat().st_ino
 
 
-def test_a_mount_point_at_or_inside_the_target_is_refused_before_anything_is_written(tmp_path: Path, tmpfs):
+def test_a_mount_point_at_or_inside_the_target_is_refused_before_anything_is_written(
+    tmp_path: Path, tmpfs, monkeypatch
+):
     import errno
 
     disk = tmpfs(tmp_path / "disk")
@@ -515,3 +576,13 @@ def test_a_mount_point_at_or_inside_the_target_is_refused_before_anything_is_wri
     with pytest.raises(OSError, match="inside it is a mount point"):
         files.replaceable(tmp_path / "to-out")  # a link is followed: where it points is checked
     assert files.replaceable(tmp_path / "absent") == tmp_path / "absent"
+    monkeypatch.chdir(disk)
+    assert files.replaceable(disk) == disk  # the working folder is written in place, mount point or not
+
+
+def test_a_mount_of_the_same_device_inside_the_target_is_refused(tmp_path: Path, monkeypatch):
+    out = tmp_path / "out"
+    (out / "a" / "b").mkdir(parents=True)
+    monkeypatch.setattr(files.os.path, "ismount", lambda p: Path(p) == out / "a" / "b")  # a bind mount
+    with pytest.raises(OSError, match="a/b inside it is a mount point, whose files the swap would remove$"):
+        files.replaceable(out)
