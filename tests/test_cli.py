@@ -536,14 +536,11 @@ def test_the_interrupt_line_is_printed_once_and_never_fails(monkeypatch, capfd):
     it.announce()  # stderr gone with the terminal: nowhere, and no error
 
 
-def test_a_swallowed_interrupt_is_raised_again_and_any_other_unraisable_passed_on(monkeypatch):
-    import _thread
-    import signal
-    from types import SimpleNamespace
-
+def _timers(monkeypatch) -> list:
+    """cli's threading.Timer recorded, never started: (seconds, function) as made, then "started"."""
     from attngeom import cli as command_line
 
-    timers, interrupted, passed = [], [], []
+    timers: list = []
 
     class Timer:
         def __init__(self, seconds, function):
@@ -553,6 +550,17 @@ def test_a_swallowed_interrupt_is_raised_again_and_any_other_unraisable_passed_o
             timers.append("started")
 
     monkeypatch.setattr(command_line.threading, "Timer", Timer)
+    return timers
+
+
+def test_a_swallowed_interrupt_is_raised_again_and_any_other_unraisable_passed_on(monkeypatch):
+    import _thread
+    import signal
+    from types import SimpleNamespace
+
+    from attngeom import cli as command_line
+
+    timers, interrupted, passed = _timers(monkeypatch), [], []
     monkeypatch.setattr(_thread, "interrupt_main", interrupted.append)
     it = command_line._Interrupt()
     it._unraisable = passed.append
@@ -622,14 +630,7 @@ def test_the_watcher_prints_the_line_wakes_the_main_thread_and_ends_after_the_gr
 
     from attngeom import cli as command_line
 
-    sent, timers, exits = [], [], []
-
-    class Timer:
-        def __init__(self, seconds, function):
-            timers.append((seconds, function))
-
-        def start(self):
-            timers.append("started")
+    sent, timers, exits = [], _timers(monkeypatch), []
 
     class Reader:
         chunks = iter([bytes([10]), bytes([15, 2])])  # SIGUSR1 first: not an ending signal
@@ -639,7 +640,6 @@ def test_the_watcher_prints_the_line_wakes_the_main_thread_and_ends_after_the_gr
             return next(self.chunks)
 
     monkeypatch.setattr(signal, "pthread_kill", lambda ident, s: sent.append((ident, s)))
-    monkeypatch.setattr(command_line.threading, "Timer", Timer)
     monkeypatch.setattr(command_line.os, "_exit", exits.append)
     it = command_line._Interrupt()
     it._watch(Reader())
