@@ -388,6 +388,7 @@ def test_an_internal_error_is_3_naming_its_log_or_that_none_could_be_written(int
     status, err = _ends(_raises(KeyError("no such key")), capfd)
     logs = list((tmp_path / "logs").iterdir())
     assert status == 3 and err == f"error: internal error: KeyError: 'no such key' (traceback in {logs[0]})\n"
+    assert logs[0].read_text(encoding="utf-8").endswith("\nKeyError: 'no such key'\n")  # the error's own traceback
 
     def unwritable(exc):
         raise OSError("no writable folder for the error log")
@@ -398,13 +399,14 @@ def test_an_internal_error_is_3_naming_its_log_or_that_none_could_be_written(int
 
 
 class _Clock:
-    """datetime.datetime at one fixed instant."""
+    """datetime.datetime at one fixed instant, 03:04:05 UTC, in a local time two hours ahead."""
 
     @staticmethod
     def now(tz=None):
         import datetime as dt
 
-        return dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=tz)
+        instant = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+        return instant.astimezone(tz) if tz else (instant + dt.timedelta(hours=2)).replace(tzinfo=None)
 
 
 def test_the_traceback_log_is_new_named_by_the_time_and_holds_the_command(monkeypatch, tmp_path):
@@ -418,11 +420,14 @@ def test_the_traceback_log_is_new_named_by_the_time_and_holds_the_command(monkey
     monkeypatch.setattr(command_line, "dt", SimpleNamespace(datetime=_Clock, timezone=dt.timezone))
     monkeypatch.setattr(sys, "argv", ["reproduce.sh", "verify", "--out", "o"])
     monkeypatch.setattr(command_line, "log_dir", lambda: tmp_path / "cache" / "logs")
+    opened, fdopen = [], os.fdopen
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode, **kw: opened.append((mode, kw)) or fdopen(fd, mode, **kw))
     try:
         raise RuntimeError("a path \udcff")
     except RuntimeError as caught:
         exc = caught
     first, second = command_line.write_traceback(exc), command_line.write_traceback(exc)
+    assert opened[0] == ("w", {"encoding": "utf-8", "errors": "backslashreplace"})  # whatever the locale
     assert first != second and first.parent == tmp_path / "cache" / "logs"
     assert first.name.startswith("attngeom-error-20260102T030405-") and first.suffix == ".log"
     text = "".join(traceback.format_exception(exc)).replace("\udcff", "\\udcff")
