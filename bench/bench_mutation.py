@@ -4,18 +4,24 @@ mutmut changes one thing at a time in a module (an operator, a constant, a compa
 the tests that reach the changed function; a change no test fails on is a survivor, a behaviour no
 test pins. The modules are those that decide a verdict, a number or an exit status (`modules` in
 pyproject.toml's `[tool.attngeom.mutation]`, each with the test files that judge it); mutmut's own
-settings are in `[tool.mutmut]`. A survivor that cannot change any output (an equivalent mutant) is
-listed under `[tool.attngeom.mutation.equivalent]` with one line on why, and counted out of the score.
+settings are in `[tool.mutmut]`. A module named `MODULE:FUNCTION` (`training.train:perturb`) is
+scored on that one function's mutants alone (mutmut names them `attngeom.MODULE.x_FUNCTION__mutmut_N`).
+A survivor that cannot change any output (an equivalent mutant) is listed under
+`[tool.attngeom.mutation.equivalent]` with one line on why, and counted out of the score.
 
     ./reproduce.sh bench mutation [MODULE...] [--record FILE]   # e.g. bench mutation judge stats
 
 Each module runs in a folder of its own (`.mutation/<module>/`, rebuilt each time, so no result is
 carried over from code that has since changed): links to the checkout, and pyproject.toml with the
-module's selection added to `[tool.mutmut]`. mutmut copies the source there to `mutants/` and runs the
-non-slow tests on that copy, which the tests import (PYTHONPATH is cleared for it). The score per
-module (caught / (mutants - equivalent); a mutant that times out is caught) is written to the record
-(default bench/results/mutation.json) with the date, the commit and whether the tree was clean,
-beside the scores of the modules not run this time. Too slow for every CI run: run it on a module
+module's selection added to `[tool.mutmut]` (the folder of `MODULE:FUNCTION` is `MODULE-FUNCTION`).
+mutmut copies the source there to `mutants/`, with what the tests read and run (expected/, bench/,
+reproduce.sh: a test's `reproduce.sh` runs the mutated copy), and runs the non-slow tests on that copy,
+which the tests import. PYTHONPATH holds only bench/, for the pytest plugin `mutation_children`,
+without which a test that starts the mutated code in a subprocess fails in mutmut's first pass. A
+function only such tests reach has "no tests" (mutmut sees the calls of the test process alone): it
+needs an in-process test to be scored. The score per module (caught / (mutants - equivalent); a
+mutant that times out is caught) is written to the record (default bench/results/mutation.json) with
+the date, the commit and whether the tree was clean, beside the scores of the modules not run this time. Too slow for every CI run: run it on a module
 before changing it, and after.
 """
 
@@ -42,27 +48,42 @@ from attngeom.files import git_commit, write_json_atomic  # noqa: E402
 
 RECORD = REPO / "bench" / "results" / "mutation.json"
 WORK = REPO / ".mutation"
-LINKED = ("src", "tests", "expected")  # what mutmut copies (source, also_copy) and the tests read
 CAUGHT = {"killed", "timeout", "segfault", "caught by type check"}
+
+
+def pyproject() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
 
 
 def settings() -> dict:
     """`[tool.attngeom.mutation]` of pyproject.toml: modules -> test files, equivalent mutant -> why."""
-    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["attngeom"]["mutation"]
+    return pyproject()["attngeom"]["mutation"]
+
+
+def linked() -> list[str]:
+    """What mutmut copies to `mutants/` (its source_paths, tests/ and the also_copy of `[tool.mutmut]`)."""
+    mutmut = pyproject()["mutmut"]
+    return [*mutmut["source_paths"], "tests", *(name.rstrip("/") for name in mutmut["also_copy"])]
 
 
 def source_of(module: str) -> Path:
-    """src/attngeom/<module path>.py of a module named as in the settings (`training.train`)."""
-    return Path("src", "attngeom", *module.split(".")).with_suffix(".py")
+    """src/attngeom/<module path>.py of a module named as in the settings (`training.train`, `files:shown`)."""
+    return Path("src", "attngeom", *module.partition(":")[0].split(".")).with_suffix(".py")
+
+
+def mutant_prefix(module: str) -> str:
+    """What the names of the module's mutants begin with (those of one function for `MODULE:FUNCTION`)."""
+    name, _, function = module.partition(":")
+    return f"attngeom.{name}." + (f"x_{function}__mutmut_" if function else "")
 
 
 def prepare(module: str, tests: list[str]) -> Path:
     """The module's run folder, new: links to the checkout, pyproject.toml selecting the module and its tests."""
-    folder = WORK / module
+    folder = WORK / module.replace(":", "-")  # a ':' would split the PYTHONPATH the tests give subprocesses
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    for name in LINKED:
-        (folder / name).symlink_to(REPO / name, target_is_directory=True)
+    for name in linked():
+        (folder / name).symlink_to(REPO / name, target_is_directory=(REPO / name).is_dir())
     text = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     selection = f"only_mutate = {json.dumps([str(source_of(module))])}\n"
     selection += f"pytest_add_cli_args_test_selection = {json.dumps(tests)}\n"
@@ -73,11 +94,13 @@ def prepare(module: str, tests: list[str]) -> Path:
 
 
 def statuses(folder: Path, module: str) -> dict[str, str]:
-    """Every mutant of the module and what became of it (mutmut's words: killed, survived, no tests, ...)."""
+    """Every mutant of the module (or its function) and what became of it (mutmut's words: killed, survived,
+    no tests, ...)."""
     from mutmut.stats import status_by_exit_code
 
     meta = json.loads((folder / "mutants" / (str(source_of(module)) + ".meta")).read_text(encoding="utf-8"))
-    return {name: status_by_exit_code[code] for name, code in sorted(meta["exit_code_by_key"].items())}
+    codes = meta["exit_code_by_key"]
+    return {name: status_by_exit_code[codes[name]] for name in sorted(codes) if name.startswith(mutant_prefix(module))}
 
 
 def measure(module: str, tests: list[str], equivalent: dict[str, str], children: int) -> dict:
@@ -87,12 +110,13 @@ def measure(module: str, tests: list[str], equivalent: dict[str, str], children:
         raise InputError(f"mutation: {module}: no such file: {', '.join(missing)} (pyproject.toml's modules)")
     commit, clean = git_commit(), clean_tree()  # of the code copied now
     folder = prepare(module, tests)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the tests import the mutated copy
+    env = {**os.environ, "PYTHONPATH": str(REPO / "bench")}  # the tests import the mutated copy
     log = folder / "mutmut.log"
     started = time.monotonic()
+    only = [mutant_prefix(module) + "*"] if ":" in module else []  # one function's mutants; all by default
     with open(log, "w", encoding="utf-8") as out:
         status = subprocess.run(
-            [str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", str(children)],
+            [str(Path(sys.executable).with_name("mutmut")), "run", "--max-children", str(children), *only],
             cwd=folder,
             env=env,
             stdout=out,
@@ -104,8 +128,7 @@ def measure(module: str, tests: list[str], equivalent: dict[str, str], children:
         tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-15:]
         raise InputError(f"mutation: {module}: mutmut failed (status {status}; log: {log}):\n" + "\n".join(tail))
     found = statuses(folder, module)
-    prefix = "attngeom." + module + "."
-    mine = {name: why for name, why in equivalent.items() if name.startswith(prefix)}
+    mine = {name: why for name, why in equivalent.items() if name.startswith(mutant_prefix(module))}
     stale = sorted(name for name in mine if found.get(name) != "survived")
     counts: dict[str, int] = {}
     for status in found.values():

@@ -102,3 +102,35 @@ def test_a_benchmarks_figures_name_the_command_machine_and_date(tmp_path, monkey
         measured.command(["bench/gpu_budget.py", "--seconds", "9", "--json=x"])
         == "python bench/gpu_budget.py --seconds 9"
     )
+
+
+def test_a_module_named_with_a_function_is_scored_on_that_functions_mutants_alone(tmp_path):
+    """`training.train:perturb`: train.py mutated, the record reading only perturb's mutants (not those of
+    perturbation, whose name it begins), and the run folder's name free of the ':' a PYTHONPATH splits at."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_mutation", REPO / "bench" / "bench_mutation.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.source_of("training.train:perturb") == Path("src/attngeom/training/train.py")
+    assert bench.source_of("files") == Path("src/attngeom/files.py")
+    assert bench.mutant_prefix("training.train:perturb") == "attngeom.training.train.x_perturb__mutmut_"
+    assert bench.mutant_prefix("files") == "attngeom.files."
+    meta = tmp_path / "mutants" / "src" / "attngeom" / "training" / "train.py.meta"
+    meta.parent.mkdir(parents=True)
+    codes = {"x_perturb__mutmut_1": 1, "x_perturb__mutmut_2": 0, "x_perturbation__mutmut_1": 0, "x_run__mutmut_1": 1}
+    meta.write_text(json.dumps({"exit_code_by_key": {f"attngeom.training.train.{k}": v for k, v in codes.items()}}))
+    assert bench.statuses(tmp_path, "training.train:perturb") == {
+        "attngeom.training.train.x_perturb__mutmut_1": "killed",
+        "attngeom.training.train.x_perturb__mutmut_2": "survived",
+    }
+    assert len(bench.statuses(tmp_path, "training.train")) == 4
+    bench.WORK = tmp_path / "work"  # this module object's own, loaded above
+    folder = bench.prepare("training.train:perturb", ["tests/test_train.py"])
+    assert folder == tmp_path / "work" / "training.train-perturb"
+    assert (folder / "reproduce.sh").resolve() == REPO / "reproduce.sh"  # the tests run the copy's command
+    text = (folder / "pyproject.toml").read_text(encoding="utf-8")
+    assert (
+        'only_mutate = ["src/attngeom/training/train.py"]\npytest_add_cli_args_test_selection = ["tests/test_train.py"]'
+        in text
+    )

@@ -84,6 +84,135 @@ def test_a_reader_that_goes_away_leaves_the_verdict(published_root, tmp_path):
     assert_consistent_set(tmp_path / "o")
 
 
+def _on_null(fd: int) -> bool:
+    return os.path.samestat(os.fstat(fd), os.stat(os.devnull))
+
+
+def _open_fds() -> list[str]:
+    return sorted(os.listdir("/proc/self/fd"))
+
+
+def test_a_descriptor_moved_to_null_leaves_no_other_open():
+    """streams._to_null, in this process: an open descriptor (a pipe's end) now writes to /dev/null, a
+    closed one is reopened there under its own number, and the descriptor /dev/null came on is closed."""
+    from attngeom import streams
+
+    read, write = os.pipe()
+    try:
+        before = _open_fds()
+        streams._to_null(write)
+        assert _on_null(write) and _open_fds() == before
+        os.write(write, b"gone")
+        os.close(write)
+        streams._to_null(write)  # closed: /dev/null opens on the lowest free number, this one
+        assert _on_null(write) and _open_fds() == before
+        assert os.read(read, 16) == b""  # the end: nothing reached the pipe, and no writer holds it
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+class _Reader:
+    """A text stream on a pipe whose reader goes away after `lasting` calls: then each call is a broken pipe."""
+
+    def __init__(self, fd: int, lasting: int, returns=None) -> None:
+        self.fd, self.lasting, self.returns, self.calls, self.encoding = fd, lasting, returns, [], "utf-8"
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def _call(self, *args):
+        self.calls.append(args)
+        if not _on_null(self.fd) and len(self.calls) > self.lasting:
+            raise BrokenPipeError(32, "Broken pipe")
+        return self.returns
+
+    def write(self, text: str):
+        return self._call(text)
+
+    def flush(self) -> None:
+        self._call()
+
+
+def test_a_stream_whose_reader_goes_away_writes_on_into_null():
+    from attngeom import streams
+
+    read, write = os.pipe()
+    try:
+        stream = streams.Forgiving(_Reader(write, lasting=1, returns=3))
+        assert stream.write("abc") == 3 and not _on_null(write)  # the stream's own count
+        assert stream.write("de") == 3 and _on_null(write)  # broken: moved to /dev/null, written again
+        assert stream.encoding == "utf-8"  # everything else is the stream's
+        stream.flush()
+        assert stream._stream.calls == [("abc",), ("de",), ("de",), ()]
+        counting = streams.Forgiving(_Reader(write, lasting=5))
+        assert counting.write("abcd") == 4  # a stream that counts nothing: the text's length
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def test_a_stream_still_broken_on_null_discards_what_was_left():
+    from attngeom import streams
+
+    class Broken(_Reader):
+        def _call(self, *args):
+            self.calls.append(args)
+            raise BrokenPipeError(32, "Broken pipe")
+
+    read, write = os.pipe()
+    try:
+        stream = streams.Forgiving(Broken(write, lasting=0))
+        assert stream.write("abc") == 3 and _on_null(write)
+        stream.flush()
+        assert stream._stream.calls == [("abc",), ("abc",), (), ()]
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def test_the_guard_opens_closed_descriptors_on_null_and_wraps_the_output_streams(monkeypatch):
+    """streams.guard, in this process, with descriptors 0 and 2 closed: only those go to /dev/null; stdout
+    is wrapped (once: a wrapped stream is kept as it is), stdin never; a stream Python started without
+    (closed then) is opened on its descriptor, UTF-8 with escapes, never closing the descriptor."""
+    import io
+
+    from attngeom import streams
+
+    closed, moved = {0, 2}, []
+
+    def fstat(fd):
+        if fd in closed:
+            raise OSError(9, "Bad file descriptor")
+        return os.stat(os.devnull)
+
+    monkeypatch.setattr(streams.os, "fstat", fstat)
+    monkeypatch.setattr(streams, "_to_null", moved.append)
+    stdin, stdout, stderr = io.StringIO(), io.StringIO(), io.StringIO()
+    for name, stream in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr)):
+        monkeypatch.setattr(sys, name, stream)
+    streams.guard()
+    assert moved == [0, 2] and sys.stdin is stdin
+    assert isinstance(sys.stdout, streams.Forgiving) and sys.stdout._stream is stdout
+    assert isinstance(sys.stderr, streams.Forgiving) and sys.stderr._stream is stderr
+    wrapped = sys.stdout
+    streams.guard()
+    assert sys.stdout is wrapped and sys.stdout._stream is stdout
+    for name in ("stdin", "stdout", "stderr"):
+        monkeypatch.setattr(sys, name, None)
+    streams.guard()
+    opened = {name: getattr(sys, name) for name in ("stdin", "stdout", "stderr")}
+    opened = {name: getattr(s, "_stream", s) for name, s in opened.items()}
+    assert not isinstance(sys.stdin, streams.Forgiving) and isinstance(sys.stderr, streams.Forgiving)
+    assert {name: (s.fileno(), s.mode) for name, s in opened.items()} == {
+        "stdin": (0, "r"),
+        "stdout": (1, "w"),
+        "stderr": (2, "w"),
+    }
+    for s in opened.values():
+        assert (s.encoding, s.errors, s.buffer.raw.closefd) == ("utf-8", "backslashreplace", False)
+
+
 # 2. No code from the working folder.
 
 

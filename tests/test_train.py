@@ -31,6 +31,31 @@ def corpus() -> data.Corpus:
     return data.load_corpus()
 
 
+# Member m's parameters, literally: each float32 moved to its neighbour (one ulp), up or down by the
+# signs of np.random.default_rng([20260, m]) drawn leaf after leaf ("a", then "b"/"c"); a zero moves to
+# the smallest subnormal, -2**-149 here.
+PARAMS = {"a": [1.0, -2.0, 0.0, 3.5], "b": {"c": [[0.5, -0.25]]}}
+MOVED = {
+    1: {"a": [1 + 2**-23, -2 + 2**-23, -(2**-149), 3.5 + 2**-22], "c": [[0.5 + 2**-24, -0.25 + 2**-26]]},
+    2: {"a": [1 + 2**-23, -2 + 2**-23, -(2**-149), 3.5 + 2**-22], "c": [[0.5 + 2**-24, -0.25 - 2**-25]]},
+    3: {"a": [1 + 2**-23, -2 - 2**-22, -(2**-149), 3.5 + 2**-22], "c": [[0.5 - 2**-25, -0.25 + 2**-26]]},
+}
+
+
+def _is_values(x) -> bool:
+    return isinstance(x, list)
+
+
+@pytest.mark.parametrize("member", sorted(MOVED))
+def test_a_member_moves_each_parameter_one_ulp_by_the_signs_of_its_number(member):
+    params = jax.tree.map(lambda x: jax.numpy.asarray(np.array(x, np.float32)), PARAMS, is_leaf=_is_values)
+    moved = train.perturb(params, member)
+    for leaf, after in (("a", moved["a"]), ("c", moved["b"]["c"])):
+        after = np.asarray(after)
+        assert after.dtype == np.float32 and after.tobytes() == np.array(MOVED[member][leaf], np.float32).tobytes()
+    assert train.perturb(params, 0) is params  # member 0: the seed's own parameters
+
+
 def test_telemetry_steps_follow_the_original_rule():
     assert config.PRESETS["paper"].telemetry_steps() == (0, 1200, 6000, 11999)
     assert config.preset("paper", steps=300).telemetry_steps() == (0, 30, 150, 299)
