@@ -264,6 +264,20 @@ def bench_train() -> str:
     return "\n\n".join(out)
 
 
+def paper_step() -> str:
+    """A paper training step on this machine against its own matmuls' rate, from bench/results/train-paper.json."""
+    path = BENCH / "train-paper.json"
+    if not path.exists():
+        return "no paper-preset step measured yet (`./reproduce.sh bench train --json bench/results/train-paper.json`)"
+    d = _read(path)
+    each = "; ".join(
+        f"{v} {f['harness_steps_per_s']:.2f} steps/s, {f['matmul_rate_share']:.2f} of the rate its "
+        f"{f['matmul_gflop_per_step']:.1f} GFLOP of matmuls reach alone"
+        for v, f in d["variants"].items()
+    )
+    return f"{each} (measured by {provenance(d)}, `{_rel(path)}`)"
+
+
 def suite() -> str:
     """The test suite's counts and time, from bench/results/suite.json (written by the suite itself)."""
     path = BENCH / "suite.json"
