@@ -12,6 +12,7 @@ import pytest
 from attngeom import ensemble
 from attngeom.errors import InputError
 from attngeom.training import runs
+from attngeom.training.train import PERTURBATION_SEED
 from attngeom.training.trajectory import perturbation
 
 
@@ -82,9 +83,9 @@ def test_the_members_a_process_trains():
     assert str(info.value) == "--member-ids: member 3 is not one of the ensemble's 0 to 2"
 
 
-def plan(stop_after: int | None = None) -> dict:
+def plan(stop_after: int | None = None, preset: str = "smoke") -> dict:
     train = {"steps": 10, "lr": 0.1} | ({} if stop_after is None else {"stop_after": stop_after})
-    return {"config": {"seeds": [0], "variants": ["softmax"], "train": train}}
+    return {"config": {"preset": preset, "seeds": [0], "variants": ["softmax"], "train": train}}
 
 
 def test_stops_the_plan_none_or_one_time_limit_for_all(tmp_path):
@@ -108,13 +109,14 @@ def test_stops_that_differ_name_the_last_member(tmp_path):
     )
 
 
-def manifest(member: int, **train) -> dict:
-    config = plan()["config"]
+def manifest(member: int, preset: str = "smoke", **train) -> dict:
+    config = plan(preset=preset)["config"]
     config = {**config, "train": config["train"] | {"member": member} | train}
     return {"config": config, "trajectory": {"member": member, "perturbation": perturbation(member)}}
 
 
 def test_a_member_is_its_slots_and_the_plans(tmp_path):
+    assert manifest(2)["trajectory"]["perturbation"] == f"one float32 ulp, signs from [{PERTURBATION_SEED}, 2]"
     ensemble.check_member(tmp_path, 2, plan(), manifest(2))
     ensemble.check_member(tmp_path, 2, plan(), manifest(2, stop_after=4))  # its stop is checked with the others'
     ensemble.check_member(tmp_path, 0, plan(), {"config": plan()["config"]})  # member 0: the plain rerun
@@ -158,3 +160,99 @@ def test_the_summary_file_is_read_against_its_schema(tmp_path):
     (tmp_path / "ensemble.json").write_text(json.dumps({"members": "three"}))
     with pytest.raises(InputError, match=str(Path(tmp_path) / "ensemble.json")):
         ensemble.read(tmp_path)
+
+
+# --- the summary of an ensemble's members (their statistics given: measuring them trains models) ---
+
+
+def member_folder(ens: Path, member: int, manifest: dict | None, bundle: bytes = b"") -> None:
+    folder = ensemble.member_dir(ens, member)
+    folder.mkdir(parents=True)
+    if manifest is not None:
+        (folder / runs.MANIFEST).write_text(json.dumps(manifest))
+        (folder / "geom_softmax_s0.npz").write_bytes(bundle or f"bundle of member {member}".encode())
+        (folder / runs.CHECKPOINTS).mkdir()
+        (folder / runs.CHECKPOINTS / "step.npz").write_bytes(b"a checkpoint, not a bundle")
+
+
+def finished(member: int, preset: str = "smoke", **facts) -> dict:
+    return manifest(member, preset) | {"completed": True, "wall_s": 10.0 + member, "verify_exit": member % 2} | facts
+
+
+@pytest.fixture
+def summarising(monkeypatch):
+    """Each member's statistics: distinct winners 1 + member at step 9 (and 7 + member at 0), as if measured."""
+    measured = []
+
+    def member_statistics(path, manifest):
+        measured.append(path.name)
+        m = int(path.name.split("-")[1])
+        return {"softmax_s0": {"distinct_winners": {"0": 7.0 + m, "9": 1.0 + m}}}
+
+    monkeypatch.setattr(runs, "read_manifest", lambda path: json.loads(Path(path).read_text()))
+    monkeypatch.setattr(ensemble, "member_statistics", member_statistics)
+    return measured
+
+
+def test_the_summary_holds_each_members_state_and_the_spread_of_the_finished(tmp_path, summarising):
+    ens, plan_ = tmp_path / "ens", {"members": 4, **plan(), "what": "w"}
+    member_folder(ens, 0, finished(0))
+    member_folder(ens, 1, finished(1, stopped_after=None))
+    member_folder(ens, 2, finished(2, completed=False))
+    member_folder(ens, 3, None)
+    doc = ensemble.summarise(ens, plan_, {})
+    assert doc["members"] == 4 and doc["what"] == "w" and doc["config"] == plan_["config"]
+    assert doc["member_runs"] == {
+        "0": {"state": "complete", "stopped_after": None, "wall_s": 10.0, "verify_exit": 0},
+        "1": {"state": "complete", "stopped_after": None, "wall_s": 11.0, "verify_exit": 1},
+        "2": {"state": "unfinished", "stopped_after": None, "wall_s": 12.0, "verify_exit": 0},
+        "3": {"state": "not started"},
+    }
+    winners = doc["statistics"]["softmax_s0"]["distinct_winners"]
+    assert winners.keys() == {"0", "9"}
+    assert winners["9"] == {"member_ids": [0, 1], **ensemble.spread([1.0, 2.0], None)}
+    assert winners["0"] == {"member_ids": [0, 1], **ensemble.spread([7.0, 8.0], None)}
+    assert sorted(summarising) == ["member-0", "member-1"]
+
+
+def test_a_published_run_stands_beside_the_published_value_and_each_member_is_measured_once(
+    tmp_path, summarising, monkeypatch
+):
+    ens, plan_ = tmp_path / "ens", {"members": 2, **plan(preset="paper")}
+    member_folder(ens, 0, finished(0, "paper", stopped_after=5))
+    member_folder(ens, 1, finished(1, "paper", stopped_after=5))
+    asked = []
+    monkeypatch.setattr(
+        ensemble, "published_run", lambda preset, seed, variant: asked.append((preset, seed, variant)) or True
+    )
+    monkeypatch.setattr(ensemble, "published_model", lambda folder, variant: (None, {"distinct_winners": {"9": 1.5}}))
+    known: dict = {}
+    for _ in range(2):
+        doc = ensemble.summarise(ens, plan_, {"softmax": tmp_path / "published"}, known)
+    assert summarising == ["member-0", "member-1"]  # the second summary read them from `known`
+    assert asked[0] == ("paper", 0, "softmax")
+    assert doc["member_runs"]["0"]["state"] == "complete" and doc["member_runs"]["0"]["stopped_after"] == 5
+    winners = doc["statistics"]["softmax_s0"]["distinct_winners"]
+    assert winners["9"] == {"member_ids": [0, 1], **ensemble.spread([1.0, 2.0], 1.5)}
+    assert "published" not in winners["0"]
+    doc = ensemble.summarise(ens, plan_, {}, {})  # the published bundles not at hand: nothing beside them
+    assert "published" not in doc["statistics"]["softmax_s0"]["distinct_winners"]["9"]
+
+
+def test_a_member_copied_from_another_is_refused(tmp_path, summarising):
+    ens = tmp_path / "ens"
+    member_folder(ens, 0, finished(0), bundle=b"the same")
+    member_folder(ens, 1, finished(1), bundle=b"the same")
+    with pytest.raises(InputError) as info:
+        ensemble.summarise(ens, {"members": 2, **plan()}, {})
+    assert str(info.value) == (
+        f"{ensemble.member_dir(ens, 1)}: the same bundles as member 0's: one trajectory counted twice; "
+        "delete the member's folder and resume the ensemble to train it"
+    )
+
+
+def test_the_summary_is_written_beside_the_members(tmp_path, summarising):
+    ens = tmp_path / "ens"
+    member_folder(ens, 0, None)
+    doc = ensemble.write_summary(ens, {"members": 1, **plan()}, {}, {})
+    assert json.loads((ens / "ensemble.json").read_text()) == doc
