@@ -256,3 +256,24 @@ def test_the_summary_is_written_beside_the_members(tmp_path, summarising):
     member_folder(ens, 0, None)
     doc = ensemble.write_summary(ens, {"members": 1, **plan()}, {}, {})
     assert json.loads((ens / "ensemble.json").read_text()) == doc
+
+
+def test_the_summary_checks_every_started_member_after_one_not_started(tmp_path, summarising):
+    ens = tmp_path / "ens"
+    member_folder(ens, 0, None)
+    member_folder(ens, 1, manifest(0) | {"completed": True})  # member 0's run in member 1's place
+    with pytest.raises(InputError) as info:
+        ensemble.summarise(ens, {"members": 2, **plan()}, {})
+    assert str(info.value) == f"{ensemble.member_dir(ens, 1)}: member 0's run in the place of member 1"
+
+
+def test_the_summary_refuses_a_member_that_stops_elsewhere(tmp_path, summarising):
+    ens = tmp_path / "ens"
+    member_folder(ens, 0, finished(0))
+    member_folder(ens, 1, finished(1, stopped_after=7) | {"config": manifest(1, stop_after=7)["config"]})
+    with pytest.raises(InputError) as info:
+        ensemble.summarise(ens, {"members": 2, **plan()}, {})
+    assert str(info.value) == (
+        f"{ensemble.member_dir(ens, 1)}: stopped after step 7, where the ensemble's plan runs the whole schedule "
+        "and member 0 stops nowhere"
+    )
