@@ -89,3 +89,77 @@ def test_the_bundles_seed0_gap_is_kept_as_a_statistic(published_root, runs_json)
     assert q["bundle_gap_to_softmax"] == {"yat_b": pytest.approx(abs(yat - soft) / min(yat, soft))}
     lines = report.quality_lines(q)
     assert "runs.json" in lines[0] and lines[1].startswith("- seed-0 bundle gap") and "2.23%" in lines[1]
+
+
+def write_runs(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_quality_states_the_summary_mean_beside_the_recomputed_one(tmp_path):
+    curves = [
+        {"variant": "softmax", "seed": 1, "best_val": 0.5},
+        {"variant": "softmax", "seed": 0, "best_val": 1.5},
+        {"variant": "yat", "seed": 0, "best_val": 2.0},
+        {"variant": "kernel", "seed": 0, "best_val": 3.0},
+        {"variant": "other", "seed": 0, "best_val": 4.0},
+    ]
+    summary = {"softmax": {"best_val_mean": 0.75}, "yat": 2, "kernel": {"best_val_mean": "3.0"}}
+    q = companion.quality(write_runs(tmp_path, {"curves": curves, "summary": summary}), "here/runs.json")
+    assert q["file"] == "here/runs.json"
+    assert q["mechanisms"] == {
+        "softmax": {"seeds": [0, 1], "best_val": [1.5, 0.5], "mean": 1.0, "std": 0.5, "summary_mean": 0.75},
+        "yat": {"seeds": [0], "best_val": [2.0], "mean": 2.0, "std": 0.0, "summary_mean": None},
+        "kernel": {"seeds": [0], "best_val": [3.0], "mean": 3.0, "std": 0.0, "summary_mean": None},
+        "other": {"seeds": [0], "best_val": [4.0], "mean": 4.0, "std": 0.0, "summary_mean": None},
+    }
+
+
+@pytest.mark.parametrize("summary", [None, [1.0], "softmax"])
+def test_quality_without_a_summary_object_states_none(tmp_path, summary):
+    data = {"curves": [{"variant": "softmax", "seed": 0, "best_val": 1.5}], "summary": summary}
+    q = companion.quality(write_runs(tmp_path, data), "runs.json")
+    assert q["mechanisms"]["softmax"]["summary_mean"] is None
+
+
+def test_quality_names_the_file_it_refuses(tmp_path):
+    path = write_runs(tmp_path, {"curves": []})
+    with pytest.raises(InputError) as info:
+        companion.quality(path, "runs.json")
+    assert str(info.value) == f"{path}: expected an object with a non-empty 'curves' list of runs"
+
+
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        ([{"curves": []}], "expected an object with a non-empty 'curves' list of runs"),
+        (
+            {"curves": [{"variant": "yat", "seed": True, "best_val": 1.5}]},
+            "run 0 lacks a 'variant' (text) or 'seed' (integer)",
+        ),
+        (
+            {"curves": [{"variant": "yat", "seed": 2, "best_val": 0}]},
+            "run 0 (yat seed 2) has no finite positive 'best_val'",
+        ),
+        (
+            {"curves": [{"variant": "yat", "seed": 2, "best_val": True}]},
+            "run 0 (yat seed 2) has no finite positive 'best_val'",
+        ),
+    ],
+)
+def test_runs_refused_at_the_edges(tmp_path, data, message):
+    path = write_runs(tmp_path, data)
+    with pytest.raises(InputError) as info:
+        companion.read_runs(path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_a_loss_below_one_is_a_run(tmp_path):
+    path = write_runs(tmp_path, {"curves": [{"variant": "yat", "seed": 0, "best_val": 0.5}]})
+    assert companion.read_runs(path) == {"yat": {0: 0.5}}
+
+
+def test_relative_gap_is_over_the_better_loss():
+    assert companion.relative_gap(1.0, 1.5) == 0.5
+    assert companion.relative_gap(1.5, 1.0) == 0.5

@@ -189,3 +189,132 @@ def test_a_statistic_with_a_per_step_twin_equals_it_at_its_checkpoint(judged):
         per_step = recorded[s.per_step]
         assert recorded["final"][key] == pytest.approx(per_step[at], abs=1e-4), key
         assert recorded["final"][key] != pytest.approx(per_step[other], abs=1e-3), key
+
+
+# --- the table's pieces, each pinned on its own ------------------------------------------------
+
+
+def _three_steps(model: BundleModel) -> BundleModel:
+    """The model with three telemetry steps whose maps differ: an even map at 0, the model's own at 9,
+    and at 5 the model's own map with each row's weights reversed."""
+    even = laws.available_TT(T, model.strict) / laws.available_TT(T, model.strict).sum(-1, keepdims=True).clip(1)
+    first = np.broadcast_to(np.nan_to_num(even), model.maps[9].shape).astype(np.float16)
+    return replace(model, maps={0: first, 5: model.maps[9][..., ::-1], 9: model.maps[9]})
+
+
+def test_at_picks_the_first_or_the_last_step():
+    assert statistics._at("first")([3, 5, 7]) == 3
+    assert statistics._at("last")([3, 5, 7]) == 7
+
+
+@pytest.mark.parametrize("step,at,index", [("first", 0, 0), ("last", 9, -1)])
+def test_distinct_winners_is_a_statistic_of_its_own_checkpoint(judged, step, at, index):
+    model, _ = judged
+    model = _three_steps(model)
+    s = statistics._distinct_winners(step)
+    assert (s.label, s.unit, s.claim) == (
+        f"distinct winners, {step} checkpoint (mean over heads)",
+        "keys",
+        ("distinct_winners", {"step": step}),
+    )
+    assert (s.checkpoint, s.per_step, s.needs, s.out_of, s.fmt) == (step, "distinct_winners", "any", None, ".4f")
+    entry = {"occupancy_by_step": {"0": 0.25, "5": 0.375, "9": 0.5}, "setup": {"window": 8}}
+    assert s.read(entry) == [2.0, 3.0, 4.0][index]
+    windowed = bundles.fixed_window_only(model)
+    two = replace(windowed, **_twice(windowed))
+    two = replace(two, maps={k: np.concatenate([m[:1], m[:1, ..., ::-1]]) for k, m in two.maps.items()})
+    want = stats.MapRows(two.maps[at], model.strict).occupancy.mean((1, 2)) * T
+    assert want.shape == (2,) and want[0] != want[1]
+    np.testing.assert_array_equal(s.per_window(statistics.Measures(two)), want)
+
+
+def test_map_rows_read_a_strict_model_as_strict(judged):
+    model, _ = judged
+    m = statistics.Measures.of(model)
+    rows = stats.MapRows(model.maps[9][None], model.strict)
+    np.testing.assert_array_equal(m.occupancy(9), rows.occupancy)
+    np.testing.assert_array_equal(m.entropy(9), rows.entropy)
+
+
+def test_by_step_states_the_validation_curve_and_the_final_statistics_only_when_asked(judged):
+    model, _ = judged
+    model = replace(model, run=model.run | {"curve": [{"step": 5, "val": 1.23456789}, {"step": 9, "val": 2.0}]})
+    recorded = statistics.by_step(model)
+    assert "final" not in recorded
+    assert recorded["validation_loss"] == {"5": 1.234568, "9": 2.0}
+    assert statistics.by_step(replace(model, run={}))["validation_loss"] == {}
+
+
+@pytest.mark.parametrize(
+    "checkpoints,steps,labels",
+    [
+        ([0, 9], 10, [0, 10]),
+        ([0, 5, 9], 10, [0, 5, 10]),
+        ([9], 10, [10]),
+        ([0, 8], 10, [0, 8]),
+        ([0, 9], 9, [0, 9]),
+        ([0, 9], None, [0, 9]),
+        ([], 10, []),
+    ],
+)
+def test_the_last_checkpoint_is_counted_as_the_steps_run(checkpoints, steps, labels):
+    assert statistics.checkpoint_labels(checkpoints, steps) == labels
+
+
+def test_value_reads_a_table_name_before_where_results_json_has_long_held_it():
+    entry = {"scale_moved_rows": 7, "scale_changed_rows": {"0.5": 1, "2.0": 2}}
+    assert statistics.value({"models": {"m": entry}}, "m", "scale_moved_rows") == 7
+    assert statistics.value({"models": {"m": entry | {"scale_moved_rows": None}}}, "m", "scale_moved_rows") is None
+    del entry["scale_moved_rows"]
+    assert statistics.value({"models": {"m": entry}}, "m", "scale_moved_rows") == 3
+    assert statistics.value({"models": {"m": {"winner_share_final": 0.5}}}, "m", "winner_share_final") == 0.5
+
+
+def test_a_block_of_every_window_is_the_model_itself(judged):
+    model, _ = judged
+    windowed = bundles.fixed_window_only(model)
+    two = statistics.Measures(replace(windowed, **_twice(windowed)))
+    assert two.part(slice(0, 2)) is two
+    assert two.part(slice(1, 2)) is not two and two.part(slice(1, 2)).windows == 1
+
+
+def test_blocks_hold_as_many_windows_as_fit_in_block_bytes(judged, monkeypatch):
+    model, _ = judged
+    windowed = bundles.fixed_window_only(model)
+    three = replace(
+        windowed, **{k: np.concatenate([v, v[:1]]) if k != "maps" else v for k, v in _twice(windowed).items()}
+    )
+    monkeypatch.setattr(statistics.blocks, "BLOCK_BYTES", 2 * L * H * T * T * 8)  # two windows of float64 scores
+    assert statistics.Measures(three).spans() == [slice(0, 2), slice(2, 3)]
+    monkeypatch.setattr(statistics.blocks, "BLOCK_BYTES", 2 * L * H * T * T * 8 - 1)
+    assert statistics.Measures(three).spans() == [slice(0, 1), slice(1, 2), slice(2, 3)]
+
+
+def test_the_census_and_the_sweep_run_once_for_every_block(judged, monkeypatch):
+    """The blocks share the whole's census and sweep, computed on every window before the blocks run side
+    by side (two here, on two cores whatever the machine has): never again in a block or a second thread."""
+    import threading
+    import time
+
+    model, _ = judged
+    windowed = bundles.fixed_window_only(model)
+    two = replace(windowed, **_twice(windowed))
+    calls = {"census": 0, "sweep": 0}
+    census, sweep = statistics.hull.inside_hull, statistics.stats.scale_sweep
+
+    def counted(name, fn):
+        def run(*args, **kwargs):
+            calls[name] += 1
+            time.sleep(0.05)  # long enough for a second thread to ask for it too
+            return fn(*args, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(statistics.hull, "inside_hull", counted("census", census))
+    monkeypatch.setattr(statistics.stats, "scale_sweep", counted("sweep", sweep))
+    monkeypatch.setattr(statistics.blocks, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(statistics.blocks, "cores", lambda: 2)
+    monkeypatch.setattr(statistics.blocks, "_RUNNING", threading.BoundedSemaphore(2))
+    values = statistics.on_every_window(statistics.Measures(two))
+    assert calls == {"census": 1, "sweep": 1}
+    assert values["keys_inside_hull"][0] == values["keys_inside_hull"][1]
