@@ -140,6 +140,9 @@ case "${1:-}" in
     # error; its 4 (bad option) and 5 (no test selected) are unusable input here.
     shift
     cd "$here"
+    # The whole suite (no arguments) is spread over the machine's cores, a test file to a worker, so each
+    # file's fixtures are made once (pytest-xdist); with arguments, pytest runs as they say (add -n N).
+    [ "$#" -gt 0 ] || set -- -n auto --dist loadfile
     status=0
     "$python" "${run_module[@]}" pytest "$@" || status=$?
     case "$status" in

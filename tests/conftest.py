@@ -73,10 +73,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _private_cache(config: pytest.Config) -> None:
     """Downloads and compiled steps go to a fresh cache, never the user's, set before any test module loads
-    jax: the session's processes, in it and started by it, share the compilation cache that training sets
-    up (`training.device.compilation_cache`), as the commands of one machine do."""
+    jax: the session's processes, in it and started by it (`-n N`'s workers too), share the compilation
+    cache that training sets up (`training.device.compilation_cache`), as the commands of one machine do."""
     from attngeom.training.device import COMPILATION_CACHE_DIR, compilation_cache
 
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker of `-n N`: its controller's cache, in the environment
+        return
     cache = Path(tempfile.mkdtemp(prefix="attngeom-test-cache-"))
     saved = {name: os.environ.get(name) for name in ("ATTNGEOM_CACHE", COMPILATION_CACHE_DIR)}
     os.environ["ATTNGEOM_CACHE"] = str(cache)
@@ -104,5 +106,7 @@ def published_root() -> Path:
 
 @pytest.fixture(scope="session")
 def smoke_runs(tmp_path_factory) -> SmokeRuns:
-    """The trained smoke runs of the session, by code generation (`smoke_runs["default"]`)."""
-    return SmokeRuns(tmp_path_factory.mktemp("smoke-runs"), REPO)
+    """The trained smoke runs of the session, by code generation (`smoke_runs["default"]`), shared by the
+    workers of `-n N` (in the folder above each worker's own)."""
+    base = tmp_path_factory.getbasetemp()
+    return SmokeRuns((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "smoke-runs", REPO)

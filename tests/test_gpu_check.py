@@ -2,7 +2,8 @@
 on an interpreter that already holds the packages, from a checkout whose carry/ folder bench/gpu_carry.py
 filled, its results within what such a machine hands back.
 
-Its tests run last (`last`, tests/conftest.py), when the session's compilation cache already holds most of
+Its tests run last (`last`, tests/conftest.py; every test of the file, so that `-n N` gives the file out
+last too), when the session's compilation cache already holds most of
 the steps they compile (the fidelity step, the smoke reruns, members of yat_b trained together)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.last
 
 
 def _offline() -> list[str]:
@@ -48,18 +50,6 @@ def gpu_checkout(tmp_path_factory) -> Path:
     return copy
 
 
-def test_a_mirror_without_the_files_the_check_reads_is_one_error_line(tmp_path):
-    (tmp_path / "mirror").mkdir()
-    done = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "gpu_carry.py"), "--mirror", str(tmp_path / "mirror")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 2 and done.stderr.startswith("error: ") and len(done.stderr.splitlines()) == 1
-    assert "not in the mirror" in done.stderr and "Traceback" not in done.stderr
-
-
 def _rehearse(checkout: Path, out: Path, *args: str) -> dict[str, Path]:
     """bench/gpu_check.sh `args` as on the lent GPU machine: offline, on this interpreter as the system's (no
     environment built), the mirror and the wheels read from carry/, a fresh download cache (the session's
@@ -85,7 +75,6 @@ def _rehearse(checkout: Path, out: Path, *args: str) -> dict[str, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.last
 def test_the_gpu_check_rehearsed_offline_runs_every_step_and_hands_back_its_results_whole(gpu_checkout, tmp_path):
     out = tmp_path / "out"
     files = _rehearse(gpu_checkout, out, "--smoke")
@@ -104,7 +93,6 @@ def test_the_gpu_check_rehearsed_offline_runs_every_step_and_hands_back_its_resu
 
 
 @pytest.mark.slow
-@pytest.mark.last
 def test_the_gpu_ensemble_rehearsed_offline_writes_the_summary_bands_reads(gpu_checkout, tmp_path):
     out = tmp_path / "out"
     files = _rehearse(gpu_checkout, out, "--smoke", "--ensemble")

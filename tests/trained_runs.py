@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -33,7 +34,8 @@ class TrainedRun:
 class SmokeRuns:
     """`rerun --preset smoke --seeds 0,1,2` (16 windows, judged) under each code generation of XLA_ISAS,
     trained on first use and kept for the whole test session: every test that only needs a trained run
-    reads one of these instead of training its own."""
+    reads one of these instead of training their own. The workers of `-n N` share one set: the first to
+    need it trains it under a file lock, the others wait for it and read what it recorded."""
 
     def __init__(self, root: Path, repo: Path):
         self.root, self.repo = root, repo
@@ -48,16 +50,30 @@ class SmokeRuns:
         pipe = subprocess.PIPE
         return out, subprocess.Popen(cmd, env=env, cwd=self.repo, stdout=pipe, stderr=pipe, text=True)
 
+    def _train(self) -> dict[str, dict]:
+        """Every code generation's run at once, since much of a smoke run (compiling, verifying) is
+        single-threaded and two of them share two cores well: each one's folder and process, as recorded."""
+        started = {name: self._start(name) for name in XLA_ISAS}
+        done = {}
+        for name, (out, popen) in started.items():
+            stdout, stderr = popen.communicate(timeout=1800)
+            done[name] = {"path": str(out), "args": popen.args, "returncode": popen.returncode}
+            done[name].update(stdout=stdout, stderr=stderr)
+        return done
+
     def __getitem__(self, isa: str) -> TrainedRun:
-        """The run of `isa`; the first use starts every code generation's run at once, since much of a smoke
-        run (compiling, verifying) is single-threaded and two of them share two cores well."""
+        """The run of `isa`, trained with the others by the first worker that asks."""
         if not self._runs:
-            started = {name: self._start(name) for name in XLA_ISAS}
-            for name, (out, popen) in started.items():
-                stdout, stderr = popen.communicate(timeout=1800)
-                self._runs[name] = TrainedRun(
-                    out, subprocess.CompletedProcess(popen.args, popen.returncode, stdout, stderr)
-                )
+            self.root.mkdir(parents=True, exist_ok=True)
+            record = self.root / "trained.json"
+            with open(self.root / ".lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+                if not record.is_file():
+                    record.write_text(json.dumps(self._train()))
+                done = json.loads(record.read_text())
+            for name, d in done.items():
+                proc = subprocess.CompletedProcess(d["args"], d["returncode"], d["stdout"], d["stderr"])
+                self._runs[name] = TrainedRun(Path(d["path"]), proc)
         return self._runs[isa]
 
 
