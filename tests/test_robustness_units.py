@@ -69,6 +69,8 @@ def test_a_summary_is_population_statistics_unless_told_a_sample():
 def test_a_summary_of_one_value_or_equal_ones_has_no_spread_and_its_mean_within_them():
     for ddof in (0, 1):
         assert robustness.summary([2.5], ddof=ddof) == {"n": 1, "mean": 2.5, "std": 0.0, "min": 2.5, "max": 2.5}
+    # no more values than ddof: no spread to measure (numpy's would divide by zero)
+    assert robustness.summary([1.0, 3.0], ddof=2) == {"n": 2, "mean": 2.0, "std": 0.0, "min": 1.0, "max": 3.0}
     # numpy's mean of three 0.1 is 0.1 + 2**-56, above them, and its std is not 0; of three 0.7, below them
     assert robustness.summary([0.1] * 3) == {"n": 3, "mean": 0.1, "std": 0.0, "min": 0.1, "max": 0.1}
     assert robustness.summary([0.7] * 3, ddof=1) == {"n": 3, "mean": 0.7, "std": 0.0, "min": 0.7, "max": 0.7}
