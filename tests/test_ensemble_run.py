@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -116,16 +117,39 @@ def test_a_new_ensemble_on_a_cpu_trains_its_members_one_after_another(tmp_path, 
     assert device[1] == [("member-0", None), ("member-1", None), ("member-2", None)]  # each measured once
 
 
-def test_members_trained_together_on_a_gpu_in_one_call_and_a_good_verdict_exits_0(tmp_path, device, capsys):
+def test_members_trained_together_on_a_gpu_in_one_call_and_a_good_verdict_exits_0(
+    tmp_path, device, capsys, monkeypatch
+):
     device[0][0] = "gpu"
-    ens, trainer = tmp_path / "ens", Trainer({})
-    assert ensemble.run(parse("--members", "3", "--out", str(ens)), trainer) == 0
+    monkeypatch.chdir(tmp_path)  # no --out: a new folder under runs/, named by the time, preset and members
+    trainer = Trainer({})
+    assert ensemble.run(parse("--members", "3"), trainer) == 0
+    (ens,) = (tmp_path / "runs").iterdir()
+    assert re.fullmatch(r"\d{8}-\d{6}-smoke-ensemble3", ens.name), ens.name
+    ens = Path("runs") / ens.name
     assert trainer.calls == [[(ensemble.member_dir(ens, m), None, m) for m in range(3)]]
     assert capsys.readouterr().out == (
         f"ensemble folder: {ens}\nmembers 0, 1, 2 of 3, trained together\n"
         f"ensemble: 3 of 3 members complete: {ens / 'ensemble.json'}\n"
     )
     assert ensemble.read(ens)["members_mode"] == "together"
+    trainer = Trainer({})
+    assert ensemble.run(parse("--resume", str(ens)), trainer) == 0 and trainer.calls == []  # no empty group trained
+
+
+def test_the_published_bundles_found_are_set_beside_each_summary(tmp_path, device, monkeypatch):
+    (tmp_path / "published" / "qk").mkdir()
+    (tmp_path / "published" / "qk" / "geom_softmax_s0.npz").write_bytes(b"")  # found by its name alone
+    asked = []
+    monkeypatch.setattr(ensemble, "published_run", lambda preset, seed, variant: preset == "smoke")
+    monkeypatch.setattr(
+        ensemble, "published_model", lambda f, v: asked.append((f, v)) or (None, {"distinct_winners": {"9": 2.5}})
+    )
+    ens, trainer = tmp_path / "ens", Trainer({})
+    assert ensemble.run(parse("--members", "2", "--out", str(ens)), trainer) == 0
+    assert asked == [(tmp_path / "published" / "qk", "softmax")] * 2  # after member 0, then after member 1
+    winners = ensemble.read(ens)["statistics"]["softmax_s0"]["distinct_winners"]
+    assert winners == {"9": {"member_ids": [0, 1], **ensemble.spread([1.0, 2.0], 2.5)}}
 
 
 def test_a_stopped_ensemble_keeps_what_finished_and_its_resume_trains_the_rest(tmp_path, device, capsys):
@@ -146,7 +170,9 @@ def test_a_stopped_ensemble_keeps_what_finished_and_its_resume_trains_the_rest(t
     capsys.readouterr()
     device[0][0] = "gpu"  # the recorded mode is kept
     trainer = Trainer({})
+    device[1].clear()
     assert ensemble.run(parse("--resume", str(ens)), trainer) == 1  # member 0's verdict, judged before, counts
+    assert [name for name, _ in device[1]] == ["member-0", "member-1", "member-2"]  # each measured once
     assert trainer.calls == [
         [(ensemble.member_dir(ens, 1), ensemble.member_dir(ens, 1), 1)],
         [(ensemble.member_dir(ens, 2), None, 2)],
