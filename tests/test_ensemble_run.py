@@ -150,6 +150,8 @@ def test_the_published_bundles_found_are_set_beside_each_summary(tmp_path, devic
     assert asked == [(tmp_path / "published" / "qk", "softmax")] * 2  # after member 0, then after member 1
     winners = ensemble.read(ens)["statistics"]["softmax_s0"]["distinct_winners"]
     assert winners == {"9": {"member_ids": [0, 1], **ensemble.spread([1.0, 2.0], 2.5)}}
+    assert ensemble.run(parse("--resume", str(ens)), Trainer({})) == 0
+    assert len(asked) == 3  # the resume's first summary, of members finished before, beside them too
 
 
 def test_a_stopped_ensemble_keeps_what_finished_and_its_resume_trains_the_rest(tmp_path, device, capsys):
@@ -207,8 +209,13 @@ def test_members_stopped_early_are_carried_on_once_every_one_is_stopped(tmp_path
     with pytest.raises(KeyboardInterrupt):
         ensemble.run(parse("--members", "3", *STOP, "--out", str(ens)), Trainer({}, 2, STOP))
     (ensemble.member_dir(ens, 2) / runs.MANIFEST).unlink()  # member 2 as if killed before its run began
+    doc = json.loads((ens / "ensemble.json").read_text())
+    del doc["members_mode"]  # an ensemble that recorded no mode: this machine's (a CPU's) is taken
+    (ens / "ensemble.json").write_text(json.dumps(doc))
+    capsys.readouterr()
     trainer = Trainer({}, opts=STOP)
     assert ensemble.run(parse("--resume", str(ens)), trainer) == 0
+    assert "\nmember 2 of 3\n" in capsys.readouterr().out and ensemble.read(ens)["members_mode"] == "sequential"
     assert trainer.calls == [[(ensemble.member_dir(ens, 2), None, 2)]]  # the stopped ones wait for it
     stopped = {str(m): member_run("complete", stopped_after=5) for m in range(3)}  # complete, stopped early
     assert ensemble.read(ens)["member_runs"] == stopped
