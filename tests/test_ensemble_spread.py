@@ -30,6 +30,7 @@ def test_the_spread_of_members_with_the_published_value_at_their_edges():
     assert ensemble.spread([1.0, 3.0, 5.0], 5.5)["published_inside"] is False
     assert ensemble.spread([1.0, 3.0, 5.0], 0.5)["published_inside"] is False
     assert ensemble.spread([1.0, 3.0, 5.0], 7.0)["published_in_std"] == 2.0
+    assert ensemble.spread([1.0, 1.5, 2.0], 2.5)["published_in_std"] == 2.0  # a standard deviation below 1: 0.5
     assert "n" not in s and "published" not in ensemble.spread([1.0, 3.0], None)
 
 
