@@ -30,6 +30,7 @@ def test_the_spread_of_members_with_the_published_value_at_their_edges():
     assert ensemble.spread([1.0, 3.0, 5.0], 5.5)["published_inside"] is False
     assert ensemble.spread([1.0, 3.0, 5.0], 0.5)["published_inside"] is False
     assert ensemble.spread([1.0, 3.0, 5.0], 7.0)["published_in_std"] == 2.0
+    assert ensemble.spread([1.0, 1.5, 2.0], 2.5)["published_in_std"] == 2.0  # a standard deviation below 1: 0.5
     assert "n" not in s and "published" not in ensemble.spread([1.0, 3.0], None)
 
 
@@ -107,6 +108,12 @@ def test_stops_that_differ_name_the_last_member(tmp_path):
         f"{tmp_path / 'member-1'}: stopped after step 7, where the ensemble's plan stops after step 5 "
         "and member 0 stops after step 6"
     )
+    with pytest.raises(InputError) as info:  # two steps, no member at the plan's: not one time limit for all
+        ensemble.check_stops(tmp_path, plan(), {0: 6, 1: 7})
+    assert str(info.value) == (
+        f"{tmp_path / 'member-1'}: stopped after step 7, where the ensemble's plan runs the whole schedule "
+        "and member 0 stops after step 6"
+    )
 
 
 def manifest(member: int, preset: str = "smoke", **train) -> dict:
@@ -120,6 +127,7 @@ def test_a_member_is_its_slots_and_the_plans(tmp_path):
     ensemble.check_member(tmp_path, 2, plan(), manifest(2))
     ensemble.check_member(tmp_path, 2, plan(), manifest(2, stop_after=4))  # its stop is checked with the others'
     ensemble.check_member(tmp_path, 0, plan(), {"config": plan()["config"]})  # member 0: the plain rerun
+    ensemble.check_member(tmp_path, 2, plan(), {**manifest(2), "trajectory": {"member": 2}})  # names none
     cases = [
         (manifest(1), "member 1's run in the place of member 2"),
         ({**manifest(2), "trajectory": {"member": 1}}, "member 1's run in the place of member 2"),
