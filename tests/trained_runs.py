@@ -34,7 +34,7 @@ class TrainedRun:
 class SmokeRuns:
     """`rerun --preset smoke --seeds 0,1,2` (16 windows, judged) under each code generation of XLA_ISAS,
     trained on first use and kept for the whole test session: every test that only needs a trained run
-    reads one of these instead of training their own. The workers of `-n N` share one set: the first to
+    reads one of these instead of training its own. The workers of `-n N` share one set: the first to
     need it trains it under a file lock, the others wait for it and read what it recorded."""
 
     def __init__(self, root: Path, repo: Path):
@@ -58,7 +58,7 @@ class SmokeRuns:
         for name, (out, popen) in started.items():
             stdout, stderr = popen.communicate(timeout=1800)
             done[name] = {"path": str(out), "args": popen.args, "returncode": popen.returncode}
-            done[name].update(stdout=stdout, stderr=stderr)
+            done[name] |= {"stdout": stdout, "stderr": stderr}
         return done
 
     def __getitem__(self, isa: str) -> TrainedRun:
