@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from attngeom import cli, ensemble, fetch
+from attngeom.errors import InputError
 from attngeom.training import rerun, runs
 from attngeom.training.trajectory import perturbation
 
@@ -201,6 +202,22 @@ def test_a_stopped_ensemble_keeps_what_finished_and_its_resume_trains_the_rest(t
     )
 
 
+@pytest.mark.parametrize("field", ["steps", "lr", "member"])
+def test_a_resumed_plan_that_lacks_a_training_field_is_refused_before_anything_changes(tmp_path, device, field):
+    ens = tmp_path / "ens"
+    with pytest.raises(KeyboardInterrupt):
+        ensemble.run(parse("--members", "2", "--out", str(ens)), Trainer({}, stop_at=1))
+    doc = ensemble.read(ens)
+    del doc["config"]["train"][field]  # today's default would fill it: the paper's 12,000 steps, say
+    (ens / ensemble.SUMMARY).write_text(json.dumps(doc))
+    (ens / ".ensemble.json.1234abcd.tmp").write_text("a killed writer's")
+    before = {p: p.read_bytes() for p in ens.rglob("*") if p.is_file()}
+    trainer = Trainer({})
+    with pytest.raises(InputError, match=rf"ensemble.json: .* lacks 'config.train.{field}'"):
+        ensemble.run(parse("--resume", str(ens)), trainer)
+    assert trainer.calls == [] and {p: p.read_bytes() for p in ens.rglob("*") if p.is_file()} == before
+
+
 STOP = ("--stop-after", "5")
 
 
@@ -257,7 +274,6 @@ def checkpoint(path: Path, done: int) -> None:
 
 def test_a_resume_settles_its_members_checkpoints_written_together_and_leaves_the_others(tmp_path, capsys):
     ens = tmp_path / "ens"
-    config = {"seeds": [0, 3], "variants": ["softmax", "yat_b"], "train": {"steps": 60}}
     for m in (0, 1, 2):
         checkpoint(runs.pending_path(runs.checkpoint_path(ensemble.member_dir(ens, m), "yat_b", 3)), 40)
     checkpoint(runs.checkpoint_path(ensemble.member_dir(ens, 0), "softmax", 0), 20)
@@ -265,7 +281,7 @@ def test_a_resume_settles_its_members_checkpoints_written_together_and_leaves_th
     (ens / ".ensemble.json.1234abcd.tmp").mkdir()
     (ens / ".ensemble.json.1234abcd.tmp" / "part").write_text("a killed writer's")
     (ensemble.member_dir(ens, 1) / ".train_log.jsonl.1234abcd.tmp").write_text("member 1's")
-    ensemble.settle(ens, {"config": config}, (0, 2))
+    ensemble.settle(ens, rerun.Plan(rerun.options(parse()).cfg, ("softmax", "yat_b"), (0, 3), "smoke"), (0, 2))
     assert capsys.readouterr().out == (
         "softmax seed 0: the members' unfinished checkpoints are discarded (they had not all been written)\n"
         "yat_b seed 3: the members' checkpoints at step 40, written together, are put in place\n"

@@ -68,6 +68,19 @@ def test_a_resume_on_another_number_of_cores_is_refused(stopped_run, tmp_path, m
     assert f"cores was {recorded}, is now {recorded + 1}" in _refused(out, before, capsys)
 
 
+@pytest.mark.slow
+def test_a_manifest_that_lacks_a_training_field_is_refused_not_filled_with_a_default(
+    stopped_run, tmp_path, monkeypatch, capsys
+):
+    restore_device_settings(monkeypatch)
+    out, before = _copy(stopped_run, tmp_path)
+    manifest = json.loads(before[runs.MANIFEST])
+    del manifest["config"]["train"]["steps"]  # today's default is the paper's 12,000
+    before[runs.MANIFEST] = json.dumps(manifest).encode()
+    (out / runs.MANIFEST).write_bytes(before[runs.MANIFEST])
+    assert "lacks 'config.train.steps'" in _refused(out, before, capsys)
+
+
 def _restamp(path: Path, **changes) -> None:
     """Rewrite a checkpoint with its stamp changed (a key set to None is removed; no stamp at all if empty)."""
     with np.load(path) as z:

@@ -188,16 +188,17 @@ def run(args: argparse.Namespace, train_and_judge: Callable[[list[tuple[argparse
         at_once = together(args, platform, plan.get("members_mode"))
         plan["members_mode"] = args.members_mode
         ours = chosen_members(args, plan["members"])
-        settle(ensemble, plan, ours)
     else:
         at_once = together(args, platform)
         plan = {**new_plan(args), "members_mode": args.members_mode}
         ours = chosen_members(args, plan["members"])
         ensemble = runs.new_run_dir(args.out, f"{plan['config']['preset']}-ensemble{args.members}")
+    base = rerun.Plan.from_manifest(plan["config"], Path(ensemble) / SUMMARY)
+    if args.resume:
+        settle(ensemble, base, ours)
     folders, known = list_bundles(fetch.fetch_bundles()).folders(), {}
     doc = write_summary(ensemble, plan, folders, known)
     print(f"ensemble folder: {shown(ensemble)}")
-    base = rerun.Plan.from_manifest(plan["config"], Path(ensemble) / SUMMARY)
     states = [member_state(member_dir(ensemble, m))[0] for m in range(plan["members"])]
     carry_on = all(s == "stopped" for s in states)
     jobs = [
@@ -242,16 +243,15 @@ def chosen_members(args: argparse.Namespace, members: int) -> tuple[int, ...]:
     return tuple(sorted(set(args.member_ids)))
 
 
-def settle(ensemble: Path, plan: dict, members: tuple[int, ...]) -> None:
+def settle(ensemble: Path, plan: rerun.Plan, members: tuple[int, ...]) -> None:
     """Before a resume: the ensemble's leftovers of a killed writer go, and the checkpoints of the
     `members` resumed that were trained together and that a kill caught mid-commit are completed or
     discarded (`runs.settle_group`); the other members' are left to the process that trains them."""
     remove_temporaries(ensemble, recursive=False)
-    config = plan["config"]
-    for seed in config["seeds"]:
-        for variant in config["variants"]:
+    for seed in plan.seeds:
+        for variant in plan.variants:
             paths = [runs.checkpoint_path(member_dir(ensemble, m), variant, seed) for m in members]
-            done = runs.settle_group(paths, config["train"]["steps"])
+            done = runs.settle_group(paths, plan.cfg.steps)
             if done:
                 print(f"{variant} seed {seed}: {done}")
 

@@ -26,7 +26,7 @@ import argparse
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from attngeom.bundles import write_model, write_run_json
@@ -61,8 +61,12 @@ class Plan:
 
     @classmethod
     def from_manifest(cls, config: dict, path: Path) -> Plan:
-        """The plan of the run at `path`, from its manifest's `config`."""
+        """The plan of the run at `path`, from its manifest's `config`: every training field named (a
+        missing one would silently take the default of today's code, say the paper's 12,000 steps)."""
         try:
+            missing = [f.name for f in fields(TrainConfig) if f.name not in config["train"]]
+            if missing:
+                raise KeyError(f"config.train.{missing[0]}")
             cfg = TrainConfig.from_dict(config["train"])
             return cls(cfg, tuple(config["variants"]), tuple(config["seeds"]), config["preset"])
         except (TypeError, KeyError) as exc:
