@@ -4,7 +4,7 @@
 #   ./reproduce.sh [verify] [--bundles DIR] [--out DIR]   judge every quoted number (default)
 #   ./reproduce.sh rerun --preset smoke                   retrain the seed-0 runs, then judge them
 #   ./reproduce.sh test [pytest args]                     run the test suite
-#   ./reproduce.sh bench verify|train [--quick]           time the verify stage or the training
+#   ./reproduce.sh bench verify|train|profile [--quick]   time the verify stage or the training; where a step's time goes
 #   ./reproduce.sh --help                                 every subcommand
 #
 # The first run builds a virtual environment from the hash-pinned requirements.lock, in .venv or
@@ -152,8 +152,8 @@ case "${1:-}" in
     exit "$status" ;;
   bench)
     case "${2:-}" in
-      verify|train|mutation) exec "$python" "$here/bench/bench_$2.py" "${@:3}" ;;  # each puts src/ and bench/ on sys.path itself
-      *) die "bench: which benchmark, verify, train or mutation? usage: reproduce.sh bench verify|train [--quick] or bench mutation [MODULE...] (see bench/)" ;;
+      verify|train|profile|mutation) exec "$python" "$here/bench/bench_$2.py" "${@:3}" ;;  # each puts src/ and bench/ on sys.path itself
+      *) die "bench: which benchmark, verify, train, profile or mutation? usage: reproduce.sh bench verify|train|profile [--quick] or bench mutation [MODULE...] (see bench/)" ;;
     esac ;;
   *) exec "$python" "${run_module[@]}" attngeom "$@" ;;
 esac

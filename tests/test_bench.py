@@ -17,7 +17,7 @@ def _env_without_pythonpath() -> dict:
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
-@pytest.mark.parametrize("script", ["bench_train.py", "bench_verify.py"])
+@pytest.mark.parametrize("script", ["bench_train.py", "bench_verify.py", "bench_profile.py"])
 def test_bench_scripts_run_as_they_are(script, tmp_path):
     done = subprocess.run(
         [sys.executable, str(REPO / "bench" / script), "--help"],
@@ -48,7 +48,7 @@ def test_the_mutation_check_names_its_modules_and_refuses_an_unlisted_one(tmp_pa
 def test_an_unknown_benchmark_is_one_error_line():
     done = subprocess.run([str(REPO / "reproduce.sh"), "bench", "nope"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stderr.strip().splitlines() == [
-        "error: bench: which benchmark, verify, train or mutation? usage: reproduce.sh bench verify|train [--quick] "
+        "error: bench: which benchmark, verify, train, profile or mutation? usage: reproduce.sh bench verify|train|profile [--quick] "
         "or bench mutation [MODULE...] (see bench/)"
     ]
 

@@ -460,7 +460,7 @@ def test_the_parser_names_every_command_and_refuses_in_one_line():
     helps = {a.dest: a.help for a in parser._subparsers._group_actions[0]._choices_actions}
     assert set(helps) >= {"verify", "rerun", "fidelity", "kaggle", "docker", "figures", "summary", "bands", "docs"}
     assert helps["test"] == "run the test suite (arguments go to pytest)"
-    assert helps["bench"] == "benchmarks and the mutation check: bench verify|train|mutation"
+    assert helps["bench"] == "benchmarks and the mutation check: bench verify|train|profile|mutation"
     assert parser.format_usage() == "usage: reproduce.sh [-h] COMMAND ...\n"
     for name in ("test", "bench"):
         args = parser.parse_args([name])

@@ -46,7 +46,7 @@ DEFAULT_SUBCOMMAND = "verify"
 # Commands reproduce.sh runs itself; listed here so that --help names every command.
 SHELL_COMMANDS = {
     "test": "run the test suite (arguments go to pytest)",
-    "bench": "benchmarks and the mutation check: bench verify|train|mutation",
+    "bench": "benchmarks and the mutation check: bench verify|train|profile|mutation",
 }
 GRACE_S = 3.0  # after Ctrl-C, the time the command has to clean up before it is ended regardless
 # Ctrl-C, `kill`, a closed terminal: each ends a command the same way, with status 128 + its number.

@@ -264,6 +264,28 @@ def bench_train() -> str:
     return "\n\n".join(out)
 
 
+def bench_profile() -> str:
+    """Where a training step's time goes, from bench/results/profile-*.json (`bench profile`)."""
+    out = []
+    for path in sorted(BENCH.glob("profile-*.json")):
+        d = _read(path)
+        classes = list(next(iter(d["variants"].values()))["shares"])
+        rows = [
+            "| variant | s/step | inside operations | " + " | ".join(classes) + " |",
+            "| --- | --- | --- | " + " | ".join("---" for _ in classes) + " |",
+        ]
+        for v, f in d["variants"].items():
+            shares = " | ".join(f"{f['shares'][c]:.1%}" for c in classes)
+            rows.append(
+                f"| {v} | {f['wall_s_per_step']:.2f} | {f['op_s_per_step'] / f['wall_s_per_step']:.0%} | {shares} |"
+            )
+        out.append(
+            f"Measured by {provenance(d)}, `{_rel(path)}` ({d['preset']} preset, {d['steps']} steps traced; "
+            "the shares are of the operations' own time):\n\n" + "\n".join(rows)
+        )
+    return "\n\n".join(out)
+
+
 def paper_step() -> str:
     """A paper training step on this machine against its own matmuls' rate, from bench/results/train-paper.json."""
     path = BENCH / "train-paper.json"

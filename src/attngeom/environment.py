@@ -28,6 +28,7 @@ NEEDS = {
     "rerun": TRAINING,
     "fidelity": TRAINING,
     "bench-train": TRAINING,
+    "bench-profile": TRAINING,
     "bench-verify": (),
     "test": (*TRAINING, "pytest", "hypothesis"),
     "kaggle": ("kaggle",),
