@@ -192,68 +192,44 @@ def test_bands_judge_exits_1_when_a_judged_run_lies_outside_its_band(tmp_path, c
     assert len(failed) == 1 and failed[0].startswith(f"{outside}: {name} yat_b occupancy at 1200: "), failed
 
 
-def _final_section(values: list[float], judged: float = 53.9583) -> dict:
-    """report.json's `trajectories` with occupancy.yat_b.final (rerun band 54 ± 5) measured on `values`."""
-    one = {"kind": "statistic", "model": "yat_b", "step": 12000, "quoted": 54, "judged": judged}
-    return {
-        "claims": {
-            "occupancy.yat_b.final": one
-            | {"values": [{"trajectory": f"t{i}", "value": v} for i, v in enumerate(values)]}
+def test_a_summary_judged_again_skips_what_no_band_of_the_step_judges():
+    rerun_doc = copy.deepcopy(_current())
+    del rerun_doc["steps"]["1200"]["entropy"]["models"]["goat_v"]
+    occupancy, entropy = (rerun_doc["steps"]["1200"][k]["models"] for k in ("occupancy", "entropy"))
+
+    def run(preset: str, model: str, **values: float) -> dict:
+        return {"preset": preset, "statistics": {model: {"run": {k: {"1200": v} for k, v in values.items()}}}}
+
+    doc = {
+        "runs": {
+            "unfinished": {"preset": "paper"},  # no statistics yet
+            "smoke": run("smoke", "yat_b_s0", distinct_winners=99.0),  # no published run of its preset
+            "seed 3": run("paper", "yat_b_s3", distinct_winners=99.0),  # nor of its seed
+            "no occupancy": run("paper", "yat_b_s0", mean_norm_entropy=0.9),  # the first band has no value
+            "goat_v": run("paper", "goat_v_s0", distinct_winners=70.0, mean_norm_entropy=0.5),  # no entropy band
+            "another step": {"preset": "paper", "statistics": {"softmax_s0": {"run": {"distinct_winners": {"7": 1}}}}},
         }
     }
-
-
-def test_a_final_band_lists_each_full_length_trajectory_and_whether_it_covers_it():
-    doc, lines = bands.final_measured(_current(), _final_section([52.9, 59.0, 59.5][:2]), expected.load_claims())
-    band = doc["claims"]["occupancy.yat_b.final"]
-    assert band["measured"] == [
-        {"trajectory": bands.PUBLISHED_BUNDLES, "value": 53.9583, "covered": True},
-        {"trajectory": "t0", "value": 52.9, "covered": True},
-        {"trajectory": "t1", "value": 59.0, "covered": True},  # 54 + 5: the band's edge, binary-exact, inside
+    assert bands.judge_summaries(doc, rerun_doc, 1200) == [
+        ("no occupancy", "yat_b", "entropy", 0.9, entropy["yat_b"]["published"], entropy["yat_b"]["tolerance"], False),
+        (
+            "goat_v",
+            "goat_v",
+            "occupancy",
+            70.0,
+            occupancy["goat_v"]["published"],
+            occupancy["goat_v"]["tolerance"],
+            True,
+        ),
     ]
-    assert band["tolerance"] == _current()["claims"]["occupancy.yat_b.final"]["tolerance"] == 5.0  # 3 of 4: kept
-    assert "kept: 3 of the 4" in next(line for line in lines if line.startswith("occupancy.yat_b.final"))
-    assert "measured" not in doc["claims"]["setup.layers"]  # not a statistic of the final step
-    outside = bands.final_measured(_current(), _final_section([59.5]), expected.load_claims())[0]
-    assert outside["claims"]["occupancy.yat_b.final"]["measured"][1]["covered"] is False
+    assert bands.judge_summaries(doc, rerun_doc, 7) == []  # no band at that step
 
 
-def test_four_full_length_trajectories_re_derive_a_final_band_that_covers_every_one():
-    values = [53.5, 54.4, 53.1]  # and the published bundles' 53.9583: four
-    doc, _ = bands.final_measured(_current(), _final_section(values), expected.load_claims())
-    band = doc["claims"]["occupancy.yat_b.final"]
-    how = judge.Judgement(54, "abs", band["tolerance"], band["reason"])
-    assert band["tolerance"] == bands.tolerance(
-        [53.9583, *values], 54, ensemble.spread([53.9583, *values], None)["std"]
-    )
-    assert all(m["covered"] and judge.passes(m["value"], how) for m in band["measured"]) and band["tolerance"] < 5.0
-    assert "the spread of 4 full-length trajectories" in band["reason"]
-
-
-def test_bands_final_exits_1_when_a_trajectory_lies_outside_and_2_on_a_report_without_the_section(tmp_path, capsys):
-    report_json = tmp_path / "report.json"
-    base = {"summary": {"passed": 1, "failed": 0, "skipped": 0, "verdict": "PASS"}, "tier": "published", "claims": []}
-    base["provenance"] = {"inputs": {}}
-    report_json.write_text(
-        json.dumps(base | {"trajectories": {"sources": [], "trajectories": []} | _final_section([52.9])})
-    )
-    out = tmp_path / "rerun.json"
-    assert cli.main(["bands", "--final", str(report_json), "--write", str(out)]) == 0
-    written = schema.read_json(out, schema.RERUN_JSON)
-    assert written["claims"]["occupancy.yat_b.final"]["measured"][1] == {
-        "trajectory": "t0",
-        "value": 52.9,
-        "covered": True,
-    }
-    report_json.write_text(
-        json.dumps(base | {"trajectories": {"sources": [], "trajectories": []} | _final_section([60.5])})
-    )
-    assert cli.main(["bands", "--final", str(report_json)]) == 1
-    report_json.write_text(json.dumps(base))
-    capsys.readouterr()
-    assert cli.main(["bands", "--final", str(report_json)]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
-    assert cli.main(["bands"]) == 2
+def test_bands_say_which_derived_bands_of_compared_models_overlap(tmp_path, capsys):
+    summary = tmp_path / "ensemble.json"
+    summary.write_text(json.dumps(_summary({"yat_b": [40.0, 50.0, 60.0, 62.0]})))  # wide: reaches softmax's 65 ± 2
+    assert cli.main(["bands", str(summary)]) == 0
+    assert "step 1200 occupancy: the bands of softmax and yat_b overlap" in capsys.readouterr().out.splitlines()
 
 
 def test_round_up_of_nothing_or_less_is_zero_and_keeps_exact_values():
