@@ -38,7 +38,9 @@ from measured import write_figures  # bench/, beside this script
 
 from attngeom.cli import Parser, entry
 from attngeom.files import output_file
+from attngeom.options import integer, variants_option
 from attngeom.training import config, data, train
+from attngeom.variants import TRAINABLE
 
 RANDOM_BITS = ("_bernoulli", "_uniform", "random_bits", "threefry")
 """Parts of the op_name of an instruction that draws the dropout's random bits."""
@@ -61,9 +63,10 @@ def classify(instruction: str, op_name: str) -> str:
 
 
 def op_names(hlo_text: str) -> dict[str, str]:
-    """Each instruction of a compiled module's text, to the `op_name` of its metadata (the jax source)."""
-    found = re.finditer(r'^\s*(?:ROOT )?%([\w.\-]+) = [^\n]*?op_name="([^"]*)"', hlo_text, re.M)
-    return {m.group(1): m.group(2) for m in found}
+    """Each instruction of a compiled module's text, to the `op_name` of its metadata (the jax source;
+    empty for those XLA adds itself, such as the copies of a loop's buffers)."""
+    found = re.finditer(r"^\s*(?:ROOT )?%([\w.\-]+) = ([^\n]*)", hlo_text, re.M)
+    return {m.group(1): next(iter(re.findall(r'op_name="([^"]*)"', m.group(2))), "") for m in found}
 
 
 def self_times(events: list[dict]) -> dict[str, float]:
@@ -126,8 +129,8 @@ def profile(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: i
 def main() -> int:
     parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the smoke preset")
-    parser.add_argument("--variants", default="softmax,yat_b")
-    parser.add_argument("--steps", type=int, default=3, help="steps in the traced chunk")
+    variants_option(parser, TRAINABLE, ("softmax", "yat_b"))
+    parser.add_argument("--steps", type=integer(1, 1000, "a number of steps"), default=3, help="steps traced")
     parser.add_argument("--json", type=output_file, metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     preset = "smoke" if args.quick else "paper"
@@ -135,7 +138,7 @@ def main() -> int:
     device = jax.devices()[0]
     print(f"device: {device.platform} ({device.device_kind}); preset {preset}; {args.steps} steps traced")
     figures = {}
-    for variant in args.variants.split(","):
+    for variant in args.variants:
         figures[variant] = found = profile(variant, cfg, corpus, args.steps)
         each = ", ".join(f"{name} {share:.1%}" for name, share in found["shares"].items())
         print(f"{variant:8} {found['wall_s_per_step']:.3f} s/step: {each}", flush=True)
