@@ -41,7 +41,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """With ATTNGEOM_SUITE_JSON set: the outcomes and the wall time of this session, where and how it ran,
-    as the docs quote them (`attngeom.docs_figures.suite`)."""
+    as the docs quote them (`attngeom.docs_bench.suite`)."""
     path = os.environ.get(SUITE_JSON)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if not path or reporter is None or not _STARTED:
