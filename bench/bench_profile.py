@@ -65,8 +65,11 @@ def classify(instruction: str, op_name: str) -> str:
 def op_names(hlo_text: str) -> dict[str, str]:
     """Each instruction of a compiled module's text, to the `op_name` of its metadata (the jax source;
     empty for those XLA adds itself, such as the copies of a loop's buffers)."""
-    found = re.finditer(r"^\s*(?:ROOT )?%([\w.\-]+) = ([^\n]*)", hlo_text, re.M)
-    return {m.group(1): next(iter(re.findall(r'op_name="([^"]*)"', m.group(2))), "") for m in found}
+    out = {}
+    for m in re.finditer(r"^\s*(?:ROOT )?%([\w.\-]+) = ([^\n]*)", hlo_text, re.M):
+        source = re.search(r'op_name="([^"]*)"', m.group(2))
+        out[m.group(1)] = source.group(1) if source else ""
+    return out
 
 
 def self_times(events: list[dict]) -> dict[str, float]:
@@ -110,10 +113,10 @@ def profile(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: i
     state, loss_K = run_chunk(state, *batches)
     jax.block_until_ready(loss_K)
     with tempfile.TemporaryDirectory() as folder:
-        t0 = time.perf_counter()
         with jax.profiler.trace(folder):
+            t0 = time.perf_counter()  # the steps alone: starting and writing the trace take seconds
             jax.block_until_ready(run_chunk(state, *batches))
-        wall = time.perf_counter() - t0
+            wall = time.perf_counter() - t0
         (trace,) = glob.glob(f"{folder}/plugins/profile/*/*.trace.json.gz")
         with gzip.open(trace) as f:
             times = self_times(json.load(f)["traceEvents"])
