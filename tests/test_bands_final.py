@@ -80,15 +80,17 @@ def _report_base() -> dict:
 
 def test_bands_final_exits_1_when_a_trajectory_lies_outside_and_2_on_a_report_without_the_section(tmp_path, capsys):
     report_json, base = tmp_path / "report.json", _report_base()
-    report_json.write_text(
-        json.dumps(base | {"trajectories": {"sources": [], "trajectories": []} | _final_section([52.9])})
-    )
+    section = _final_section([52.9])
+    section["claims"]["entropy.yat_b"] = {"kind": "statistic", "model": "yat_b", "step": 12000, "quoted": 0.72}
+    section["claims"]["entropy.yat_b"] |= {"judged": 0.721, "values": []}
+    report_json.write_text(json.dumps(base | {"trajectories": {"sources": [], "trajectories": []} | section}))
     out = tmp_path / "rerun.json"
     capsys.readouterr()
     assert cli.main(["bands", "--final", str(report_json), "--write", str(out)]) == 0
+    kept = "(kept: {} of the 4 full-length trajectories a band is derived from)"
     assert capsys.readouterr().out.splitlines() == [
-        f"{'occupancy.yat_b.final':28} abs 5.0: the published bundles 53.9583 inside; t0 52.9 inside "
-        "(kept: 2 of the 4 full-length trajectories a band is derived from)",
+        f"{'entropy.yat_b':28} abs 0.03: the published bundles 0.721 inside {kept.format(1)}",
+        f"{'occupancy.yat_b.final':28} abs 5.0: the published bundles 53.9583 inside; t0 52.9 inside {kept.format(2)}",
         f"written: {out}",
     ]
     written = schema.read_json(out, schema.RERUN_JSON)
