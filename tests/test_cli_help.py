@@ -32,6 +32,6 @@ def test_shell_commands_are_named_in_the_help_but_run_by_reproduce_sh(capsys):
     assert cli.main(["test"]) == 2
     assert "./reproduce.sh test" in capsys.readouterr().err
     proc = _reproduce("bench")
-    assert proc.returncode == 2 and "verify, train or mutation" in proc.stderr and proc.stderr.count("\n") == 1
+    assert proc.returncode == 2 and "verify, train, profile or mutation" in proc.stderr and proc.stderr.count("\n") == 1
     proc = _reproduce("bench", "verify", "--help")
     assert proc.returncode == 0 and "--runs" in proc.stdout
