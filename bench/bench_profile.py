@@ -107,9 +107,9 @@ def profile(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: i
     and the share of operations whose instruction the compiled module's text does not name."""
     cfg = replace(cfg, chunk=steps)
     graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
-    run_chunk = train.make_chunk(train.make_step(graphdef, tx))
     batches = train.chunk_batches(corpus, cfg, 0, 0, steps)
-    sources = op_names(run_chunk.lower(state, *batches).compile().as_text())
+    run_chunk = train.make_chunk(train.make_step(graphdef, tx)).lower(state, *batches).compile()
+    sources = op_names(run_chunk.as_text())  # the executable traced below: compiled once
     state, loss_K = run_chunk(state, *batches)
     jax.block_until_ready(loss_K)
     with tempfile.TemporaryDirectory() as folder:
