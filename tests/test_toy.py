@@ -142,6 +142,14 @@ def test_the_hull_walk_on_a_smaller_view():
     assert (walk["share_kernel"] * 61 * 61).round().tolist() == [65, 453, 677, 453]
 
 
+def test_a_walker_on_a_ring_body_ties_it_and_owns_nothing(monkeypatch):
+    """A tie goes to the ring (argmax's first index): the walker owns a pixel only where it wins strictly.
+    Pixel centres at +-1 make every product exact, so the walker's score ties its ring body's exactly."""
+    monkeypatch.setattr(toy, "walker_positions", lambda n_frames: toy.RING[[2, 3]])
+    walk = toy.hull_walk(n_frames=2, radius=2.0, n=2)
+    assert walk["share_dot"].tolist() == walk["share_kernel"].tolist() == [0.0, 0.0]
+
+
 def test_the_ray_ride_at_its_defaults():
     ride = toy.ray_ride()
     assert set(ride) == {"length", "query", "softmax", "kernel", "mass"}
@@ -214,6 +222,14 @@ def test_a_near_double_root_counts_as_real():
     np.testing.assert_allclose(roots, [1.0, 2.0, 1000.0, 1000.0], rtol=1e-6)
 
 
+def test_a_root_is_real_when_its_imaginary_part_is_at_most_1e7_of_its_size_or_of_1(monkeypatch):
+    """The edge of "tiny": |imag| <= 1e-7 max(1, |root|), at and just past it, below and above size 1."""
+    found = np.array([[0.5 + 1e-7j, 0.5 + 1.5e-7j, 3 + 2.9e-7j, 3 + 3.1e-7j]])
+    monkeypatch.setattr(np.linalg, "eigvals", lambda companion: found)
+    roots = toy.positive_real_roots(np.array([[1.0, 0.0, 0.0, 0.0, 1.0]]))
+    assert roots.tolist() == [[0.5, np.inf, 3.0, np.inf]]
+
+
 def test_pair_gap_polynomials_are_the_gap_of_each_pair_times_both_denominators():
     a_UK = np.array([[0.5, -1.0, 2.0], [0.1, 0.2, -0.3]])
     c_K, b, R = np.array([1.0, 2.0, 5.0]), 0.7, 1.7
@@ -231,8 +247,18 @@ def test_one_body_owns_both_antipodes_at_every_radius():
 
 @pytest.mark.parametrize(
     "bodies,eps,radii",
-    [  # direction 2 of the first settles below radius 1, at its last cut
-        (
+    [
+        (  # keys of one norm: their owners differ from the origin on, and agree from the first cut
+            [(1.0, 0.0), (0.6, 0.8)],
+            toy.EPS,
+            [0.8777109945628525, 0.8216815310419217, 1.967428626474871, 2.9318400504668447],
+        ),
+        (  # a large eps: the radii of eps = 0.25 would be other radii
+            [(1.2, 0.3), (0.7, 0.1)],
+            10.0,
+            [0.7362395445545704, 0.8617938841313952, 3.5089222987778337, 1.3143974565479128],
+        ),
+        (  # direction 2 settles below radius 1, at its last cut
             [(-0.1, 1.4), (-0.7, 0.4)],
             toy.EPS,
             [1.7770064455996009, 2.7321296350905633, 0.8693469227655295, 1.5392103743012415],

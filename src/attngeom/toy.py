@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.path import Path as PolyPath
 from scipy.spatial import ConvexHull
+from scipy.special import softmax
 
 from attngeom import laws
 
@@ -90,13 +91,11 @@ def ray_ride(n_frames: int = 72) -> dict[str, np.ndarray]:
     u = np.array([1.0, 0.75]) / np.hypot(1.0, 0.75)
     lengths = 0.05 + (3.3 - 0.05) * triangle(n_frames)
     q_F2 = lengths[:, None] * u
-    logits = q_F2 @ RAY_BODIES.T / np.sqrt(2.0)
-    soft = np.exp(logits - logits.max(-1, keepdims=True))
     kappa = laws.kernel_points(q_F2, RAY_BODIES, B, EPS)
     return {
         "length": lengths,
         "query": q_F2,
-        "softmax": soft / soft.sum(-1, keepdims=True),
+        "softmax": softmax(q_F2 @ RAY_BODIES.T / np.sqrt(2.0), axis=-1),
         "kernel": kappa / kappa.sum(-1, keepdims=True),
         "mass": kappa.sum(-1),
     }
@@ -151,7 +150,7 @@ def positive_real_roots(p_N5: np.ndarray) -> np.ndarray:
     companion[:, np.arange(1, 4), np.arange(3)] = 1.0
     companion[:, :, 3] = -p_N5[quartic, :4] / p_N5[quartic, 4:]
     roots[quartic] = np.linalg.eigvals(companion)
-    for n in np.flatnonzero(~quartic & np.any(p_N5 != 0, axis=1)):  # exact ties of the leading term (rare)
+    for n in np.flatnonzero(~quartic):  # exact ties of the leading term (rare); none for no polynomial
         r = np.roots(np.trim_zeros(p_N5[n, ::-1], "f"))
         roots[n, : len(r)] = r
     real = (np.abs(roots.imag) <= 1e-7 * np.maximum(1.0, np.abs(roots))) & (roots.real > 0)
