@@ -34,6 +34,11 @@ def _manifest(**changes) -> dict:
         "machine": "Linux-x86_64 (x86_64, some CPU, 2 cores)",
         "command": "python -m attngeom rerun --preset paper --stop-after 1200 --variants softmax --out /runs/s --quiet",
         "wall_s": 5000.0,
+        "trajectory": {"cpu": "some CPU (0123)", "cores": 2, "training_code": "ab" * 32},
+        "segments": [
+            {"machine": "A", "cpu": "some CPU (0123)", "from_steps": {"softmax_s0": 0}, "to_steps": {"softmax_s0": 500}},
+            {"machine": "A", "from_steps": {"softmax_s0": 500}, "to_steps": {"softmax_s0": 1200}, "wall_s": 9.5},
+        ],
     }
     return doc | changes
 
@@ -77,6 +82,7 @@ def test_a_stopped_run_is_summarised_with_its_statistics_distances_and_verdicts(
     run = doc["runs"]["softmax"]
     assert run["command"] == "./reproduce.sh rerun --preset paper --stop-after 1200 --variants softmax --quiet"
     assert run["stopped_after"] == 1200 and run["note"] == "quiet" and run["judged_by"]["tier"] == "rerun"
+    assert (run["trajectory"], run["segments"]) == (_manifest()["trajectory"], _manifest()["segments"])
     stats = run["statistics"]["softmax_s0"]
     assert stats["run"] == {
         "distinct_winners": {"0": 26.9167, "1200": 65.2083},

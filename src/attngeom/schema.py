@@ -506,6 +506,8 @@ RUN_SUMMARY = Record(
         "steps": _STEP,
         "stopped_after": Maybe(_STEP),
         "wall_s": Maybe(Number(0)),
+        "trajectory": Maybe(MANIFEST_JSON.fields["trajectory"]),
+        "segments": Maybe(MANIFEST_JSON.fields["segments"]),
         "statistics": Record(
             other=Record(
                 {

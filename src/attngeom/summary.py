@@ -1,7 +1,8 @@
 """`summary`: a rerun as a reviewer keeps it, without its bundles.
 
 Reads each run folder's manifest, its bundles and the report verify wrote of it, and writes one
-small JSON: what was run (command, commit, device, machine, versions, wall time, stop), the
+small JSON: what was run (command, commit, device, machine, versions, wall time, stop, the
+trajectory's stamp and each segment a process trained: steps, machine, code generation, wall time), the
 statistics at every telemetry and evaluation step it reached next to the published run's at the
 same step (and, for a run that ran its whole schedule, the table's statistics of its final model),
 how far its maps are from the published maps, and the verdicts it was given. An ensemble's summary
@@ -119,6 +120,8 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
         "stopped_after": manifest.get("stopped_after"),
         "wall_s": manifest.get("wall_s"),
         "variant_wall_s": manifest.get("variant_wall_s"),
+        "trajectory": manifest.get("trajectory"),
+        "segments": manifest.get("segments"),
         "statistics": out,
         "judged_by": {k: report["provenance"].get(k) for k in ("git_commit", "machine")} | {"tier": report["tier"]},
         "verdict": report["summary"],
