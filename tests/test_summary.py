@@ -36,7 +36,12 @@ def _manifest(**changes) -> dict:
         "wall_s": 5000.0,
         "trajectory": {"cpu": "some CPU (0123)", "cores": 2, "training_code": "ab" * 32},
         "segments": [
-            {"machine": "A", "cpu": "some CPU (0123)", "from_steps": {"softmax_s0": 0}, "to_steps": {"softmax_s0": 500}},
+            {
+                "machine": "A",
+                "cpu": "some CPU (0123)",
+                "from_steps": {"softmax_s0": 0},
+                "to_steps": {"softmax_s0": 500},
+            },
             {"machine": "A", "from_steps": {"softmax_s0": 500}, "to_steps": {"softmax_s0": 1200}, "wall_s": 9.5},
         ],
     }
