@@ -398,6 +398,7 @@ def test_the_final_step_bands_list_every_full_length_trajectory_the_report_measu
         return {
             cid: (
                 b.get("tolerance"),
+                b["reason"],
                 [(m["trajectory"], pytest.approx(m["value"], rel=1e-9), m["covered"]) for m in b["measured"]],
             )
             for cid, b in doc["claims"].items()
@@ -405,4 +406,5 @@ def test_the_final_step_bands_list_every_full_length_trajectory_the_report_measu
         }
 
     assert listed(derived) == listed(current) and len(listed(current)) >= 13
+    assert all(b["reason"].count(bands.CHECKED) == 1 for b in current["claims"].values() if "measured" in b)
     assert all(m["covered"] for b in current["claims"].values() for m in b.get("measured", []))

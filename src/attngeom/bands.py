@@ -144,13 +144,15 @@ def judge_summaries(doc: dict, rerun_doc: dict, step: int) -> list[tuple[str, st
 
 
 PUBLISHED_BUNDLES = "the published bundles"
+# How a final-step band's reason ends: the full-length trajectories it was checked against (rewritten by each `--final`).
+CHECKED = "; checked against every full-length trajectory measured: "
 
 
 def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[dict, list[str]]:
     """rerun.json with each final-step band's `measured`: every full-length trajectory measured of its
     claim's model, as the published bundles' report shows them (report.json's `trajectories`): the
     published bundles first, then the others, each with its value and whether the band covers it
-    (`judge.passes`). A band of `abs` with MIN_MEMBERS full-length trajectories or more is re-derived by
+    (`judge.passes`), named again at the end of its reason (after CHECKED). A band of `abs` with MIN_MEMBERS full-length trajectories or more is re-derived by
     the rule of `tolerance`, centred on its value; before that it is kept. Also one line per band."""
     doc, lines = copy.deepcopy(rerun_doc), []
     entries = {e["id"]: e for e in claims}
@@ -177,6 +179,7 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
         shown_values = "; ".join(
             f"{m['trajectory']} {m['value']:g} {'inside' if m['covered'] else 'OUTSIDE'}" for m in band["measured"]
         )
+        band["reason"] = f"{band['reason'].split(CHECKED)[0]}{CHECKED}{shown_values or 'none yet'}"
         lines.append(f"{cid:28} {how.comparison} {how.tolerance}: {shown_values or 'none measured'} ({kept})")
     return doc, lines
 
