@@ -38,9 +38,12 @@ def test_a_final_band_lists_each_full_length_trajectory_and_whether_it_covers_it
         + "the published bundles 53.9583 inside; t0 52.9 inside; t1 59 inside"
     )
     again = bands.final_measured(doc, _final_section([52.9]), expected.load_claims())[0]
-    assert again["claims"]["occupancy.yat_b.final"]["reason"].endswith(
-        f"{bands.CHECKED}the published bundles 53.9583 inside; t0 52.9 inside"
-    ) and again["claims"]["occupancy.yat_b.final"]["reason"].count(bands.CHECKED) == 1
+    assert (
+        again["claims"]["occupancy.yat_b.final"]["reason"].endswith(
+            f"{bands.CHECKED}the published bundles 53.9583 inside; t0 52.9 inside"
+        )
+        and again["claims"]["occupancy.yat_b.final"]["reason"].count(bands.CHECKED) == 1
+    )
     assert "measured" not in doc["claims"]["setup.layers"]  # not a statistic of the final step
     outside = bands.final_measured(_current(), _final_section([59.5]), expected.load_claims())[0]
     assert outside["claims"]["occupancy.yat_b.final"]["measured"][1]["covered"] is False
@@ -79,7 +82,9 @@ def test_four_full_length_trajectories_re_derive_a_final_band_that_covers_every_
     )
     assert all(m["covered"] and judge.passes(m["value"], how) for m in band["measured"]) and band["tolerance"] < 5.0
     assert "the spread of 4 full-length trajectories" in band["reason"]
-    assert band["reason"].endswith(f"{bands.CHECKED}the published bundles 53.9583 inside; t0 53.5 inside; t1 54.4 inside; t2 53.1 inside")
+    assert band["reason"].endswith(
+        f"{bands.CHECKED}the published bundles 53.9583 inside; t0 53.5 inside; t1 54.4 inside; t2 53.1 inside"
+    )
 
 
 def _report_base() -> dict:

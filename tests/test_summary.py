@@ -12,6 +12,7 @@ import pytest
 from bundle_tools import copy_published, rewrite_npz, stop_after
 
 from attngeom import cli
+from attngeom.files import sha256_file
 from attngeom.summary import judged_runs, shown_command
 from attngeom.training import runs
 
@@ -193,6 +194,93 @@ def test_what_cannot_be_summarised_is_one_error_line_and_nothing_is_written(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
     assert (out.read_bytes() if out.exists() else None) == before
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory, published_root) -> dict[str, Path]:
+    """A finished full-length run of softmax (one row of its step-1200 map reweighed: a rerun) and one of
+    yat_b, each in its own folder and judged alone into RUN/report."""
+    root, out = tmp_path_factory.mktemp("together"), {}
+    for variant in ("softmax", "yat_b"):
+        run = copy_published(published_root, root / variant)
+        for path in run.rglob("*.npz"):
+            if not path.name.endswith(f"_{variant}_s0.npz"):
+                path.unlink()
+        record = run / "kgl_blog-attngeom-qk" / "yat_attention.json"  # a run of one variant records only it
+        doc = json.loads(record.read_text())
+        doc["runs"] = [r for r in doc["runs"] if r["variant"] == variant]
+        doc["summary"] = {variant: doc["summary"][variant]}
+        record.write_text(json.dumps(doc))
+        if variant == "softmax":
+            _even_row(run)
+        manifest = _manifest(stopped_after=None, command=f"python -m attngeom rerun --variants {variant}")
+        manifest["config"] |= {"variants": [variant], "train": {"steps": 12000, "stop_after": None}}
+        (run / runs.MANIFEST).write_text(json.dumps(manifest))
+        assert cli.main(["--bundles", str(run), "--variants", variant, "--out", str(run / "report")]) in (0, 1)
+        out[variant] = run
+    return out
+
+
+def test_runs_kept_together_are_judged_as_one_set_as_the_kept_folder_is_judged_again(two_runs, tmp_path, capsys):
+    """--together keeps the bundles (not the windows) and judges them side by side: the claims comparing
+    the models, skipped in each run's own report, are judged; the kept folder judged again gives the same."""
+    kept, out = tmp_path / "kept", tmp_path / "measured.json"
+    (kept / "other").mkdir(parents=True)
+    (kept / "other" / "note.txt").write_text("kept as it is")
+    runs_ = [str(two_runs["softmax"]), str(two_runs["yat_b"])]
+    capsys.readouterr()
+    assert cli.main(["summary", *runs_, "--out", str(out), "--together", str(kept)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    doc = json.loads(out.read_text())
+    together = doc["together"]
+    assert printed[2] == "together: {passed} passed, {failed} failed, {skipped} skipped: {verdict}".format(
+        **together["verdict"]
+    )
+    assert together["judged_by"]["tier"] == "rerun" and together["bundles"] == str(kept)
+    assert together["command"] == f"./reproduce.sh --bundles {kept} --variants softmax,yat_b"
+    assert sorted(together["files"]) == sorted(
+        [
+            f"softmax/kgl_blog-attngeom-qk/{f}"
+            for f in ("attn_softmax_s0.npz", "geom_softmax_s0.npz", "yat_attention.json")
+        ]
+        + [f"yat_b/kgl_blog-attngeom-qk/{f}" for f in ("attn_yat_b_s0.npz", "geom_yat_b_s0.npz", "yat_attention.json")]
+        + ["other/note.txt"]
+    )
+    assert (kept / "other" / "note.txt").read_text() == "kept as it is"
+    alone = {c["id"] for name in ("softmax", "yat_b") for c in doc["runs"][name]["judged"]}
+    both = {c["id"]: c for c in together["judged"]}
+    assert {"inversion", "census.kernel_fewer"} <= set(both) - alone
+    assert all(both[c["id"]] == c for name in ("softmax", "yat_b") for c in doc["runs"][name]["judged"])
+    assert cli.main(["--bundles", str(kept), "--variants", "softmax,yat_b", "--out", str(tmp_path / "again")]) in (0, 1)
+    again = json.loads((tmp_path / "again" / "report.json").read_text())
+    assert [
+        {k: c[k] for k in ("id", "verdict", "measured", "expected")} for c in again["claims"] if c["verdict"] != "SKIP"
+    ] == together["judged"]
+    assert all(sha256_file(kept / name) == sha for name, sha in together["files"].items())
+    (
+        kept / "softmax" / "kgl_blog-attngeom-qk" / "attn_softmax_s0.npz"
+    ).unlink()  # a second --together renews each run's folder
+    assert cli.main(["summary", runs_[0], "--out", str(out), "--together", str(kept)]) == 0
+    assert json.loads(out.read_text())["together"]["files"] == together["files"]
+
+
+def test_runs_that_cannot_be_kept_together_are_one_error_line_and_nothing_is_written(two_runs, tmp_path, capsys):
+    out, kept = tmp_path / "measured.json", tmp_path / "kept"
+    twice, renamed = tmp_path / "again" / "softmax", tmp_path / "again" / "softmax-2"
+    shutil.copytree(two_runs["softmax"], twice)
+    shutil.copytree(two_runs["softmax"], renamed)
+    for runs_, where, message in (
+        ([two_runs["softmax"], twice], kept, "two run folders with the same name"),
+        ([two_runs["softmax"], renamed], kept, "a second bundle for softmax seed 0"),  # found once copied: no swap
+        ([two_runs["softmax"]], tmp_path / "file", "cannot keep the bundles there"),
+    ):
+        (tmp_path / "file").write_text("a file, not a folder")
+        capsys.readouterr()
+        assert cli.main(["summary", *map(str, runs_), "--out", str(out), "--together", str(where)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+        assert not out.exists() and not kept.exists()
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "file"]  # no half-kept folder left
 
 
 def test_the_committed_summaries_agree_with_their_own_verdicts():

@@ -27,8 +27,8 @@ def _read(path: Path, spec: schema.Spec | None = None) -> dict:
 
 
 def relative(path: Path) -> str:
-    """A path of the checkout as the docs name it: from the repository's root."""
-    return str(path.relative_to(REPO))
+    """A path as the docs name it: from the repository's root (one outside the checkout as given)."""
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
 @cache

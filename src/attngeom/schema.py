@@ -556,8 +556,21 @@ ENSEMBLE_SUMMARY = Record(
 )
 """An ensemble of a summary file (`summary.summarise_ensemble`): its spread and each finished member's summary."""
 
+TOGETHER_SUMMARY = Record(
+    {
+        "bundles": Text(1000),
+        "command": Text(),
+        "files": Record(other=Text(64, "[0-9a-f]{64}")),
+        "verdict": REPORT_JSON.fields["summary"],
+        "judged": RUN_SUMMARY.fields["judged"],
+    },
+    required=("bundles", "files", "verdict", "judged"),
+)
+"""The runs' kept bundles judged as one set (`summary --together`): the folder, each file's sha256, the verdicts."""
+
 SUMMARY_JSON = Record(
-    {"what": Text(), "runs": Record(other=Either((RUN_SUMMARY, ENSEMBLE_SUMMARY)))}, required=("runs",)
+    {"what": Text(), "runs": Record(other=Either((RUN_SUMMARY, ENSEMBLE_SUMMARY))), "together": TOGETHER_SUMMARY},
+    required=("runs",),
 )
 """`summary`'s output (expected/measured/*.json): runs already in it are kept when others are added."""
 

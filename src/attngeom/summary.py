@@ -15,19 +15,22 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import tempfile
 from collections.abc import Iterator
+from contextlib import redirect_stdout
+from io import StringIO
 from pathlib import Path
 
 import numpy as np
 
 from attngeom import blocks, ensemble, fetch, schema
-from attngeom.bundles import BundleModel, list_bundles, load_model
+from attngeom.bundles import RUN_JSON, BundleModel, attn_file, geom_file, list_bundles, load_model
 from attngeom.documents import Report
 from attngeom.errors import InputError
-from attngeom.files import output_file, sha256_file, shown, write_json_atomic
+from attngeom.files import REPO, output_file, replaced_folder, sha256_file, shown, write_json_atomic
 from attngeom.statistics import by_step, published_model
 from attngeom.training.runs import MANIFEST, REPORT, read_manifest
-from attngeom.variants import model_key, published_run
+from attngeom.variants import PUBLISHED, model_key, published_run
 
 
 def shown_command(command: str) -> str:
@@ -106,6 +109,24 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
                 entry["maps_against_published_seed0"] = map_differences(model, reference)
             out[model_key(variant, seed)] = entry
     report = _report(run_dir, models)
+    return _run_record(manifest) | {"statistics": out} | _verdicts(report)
+
+
+def _verdicts(report: Report) -> dict:
+    """Who judged, the tier, the verdict and each judged claim's verdict, measured and expected value."""
+    return {
+        "judged_by": {k: report["provenance"].get(k) for k in ("git_commit", "machine")} | {"tier": report["tier"]},
+        "verdict": report["summary"],
+        "judged": [
+            {k: c.get(k) for k in ("id", "verdict", "measured", "expected")}
+            for c in report["claims"]
+            if c["verdict"] != "SKIP"
+        ],
+    }
+
+
+def _run_record(manifest: dict) -> dict:
+    """What a run's manifest says of how it was run."""
     return {
         "command": shown_command(manifest.get("command", "")),
         "git_commit": manifest.get("git_commit"),
@@ -122,14 +143,6 @@ def summarise_run(run_dir: Path, published: dict[str, Path]) -> dict:
         "variant_wall_s": manifest.get("variant_wall_s"),
         "trajectory": manifest.get("trajectory"),
         "segments": manifest.get("segments"),
-        "statistics": out,
-        "judged_by": {k: report["provenance"].get(k) for k in ("git_commit", "machine")} | {"tier": report["tier"]},
-        "verdict": report["summary"],
-        "judged": [
-            {k: c.get(k) for k in ("id", "verdict", "measured", "expected")}
-            for c in report["claims"]
-            if c["verdict"] != "SKIP"
-        ],
     }
 
 
@@ -147,6 +160,52 @@ def summarise_ensemble(path: Path, published: dict[str, Path]) -> dict:
         for name, s in members.items()
     }
     return {"ensemble": ensemble.summarise(path, plan, published, known), "members": members}
+
+
+def keep_bundles(run_dir: Path, folder: Path) -> None:
+    """Copy what a reviewer keeps of a run's models into `folder`, in the run's own layout: each model's
+    attn_* and geom_* files and its bundle folder's yat_attention.json (not the windows files, which
+    only add windows to the report)."""
+    listing = list_bundles(run_dir)
+    for (variant, seed), source in sorted(listing.models.items()):
+        kept = folder / source.relative_to(run_dir)
+        kept.mkdir(parents=True, exist_ok=True)
+        for path in (attn_file(source, variant, seed), geom_file(source, variant, seed), source / RUN_JSON):
+            (kept / path.name).write_bytes(path.read_bytes())
+
+
+def judge_together(folder: Path, runs: dict[str, Path]) -> dict:
+    """Keep each run's bundles in folder/<run name>/ (other runs already there are kept) and judge the
+    folder as one set of bundles, every variant it holds: the claims that compare models (the inversion,
+    the census, the quality gap) need them side by side, which no single-variant run's report has.
+    Returns the judgement as `./reproduce.sh --bundles FOLDER --variants ...` gives it, with each
+    file's sha256, so that the kept folder can be judged again and compared."""
+    from attngeom import verify  # verify reads summary files (trajectories.py), which read this module
+
+    try:
+        with replaced_folder(folder, set(runs)) as new:
+            for name, run_dir in runs.items():
+                (new / name).mkdir()
+                keep_bundles(run_dir, new / name)
+            listing = list_bundles(new)
+            variants = tuple(v for v in PUBLISHED if v in listing.folders(0)) + tuple(
+                sorted(set(listing.folders(0)) - set(PUBLISHED))
+            )
+            if not variants:
+                raise InputError(f"{shown(folder)}: no seed-0 bundle to judge together")
+            with tempfile.TemporaryDirectory() as tmp, redirect_stdout(StringIO()):
+                verify.run_verify(new, Path(tmp) / "report", variants=variants)
+                report = schema.read_json(Path(tmp) / "report" / "report.json", schema.REPORT_JSON)
+            files = {str(p.relative_to(new)): sha256_file(p) for p in listing.files if p.is_file()}
+    except OSError as exc:
+        raise InputError(f"{shown(folder)}: cannot keep the bundles there ({exc.strerror or exc})") from exc
+    where = folder.resolve()
+    named = str(where.relative_to(REPO)) if where.is_relative_to(REPO) else shown(folder)
+    return {
+        "bundles": named,
+        "command": f"./reproduce.sh --bundles {shlex.quote(named)} --variants {','.join(variants)}",
+        "files": files,
+    } | _verdicts(report)
 
 
 def judged_runs(runs: dict[str, dict]) -> Iterator[tuple[str, dict]]:
@@ -178,8 +237,12 @@ def run_summary(args: argparse.Namespace) -> int:
             run["note"] = args.note
     doc["what"] = args.what or doc.get("what", "")
     doc["runs"] = {**doc["runs"], **runs}
+    if args.together is not None:
+        if any("members" in run for run in runs.values()):
+            raise InputError("--together keeps runs, not ensembles: summarise the ensemble without it")
+        doc["together"] = judge_together(args.together, dict(zip(names, args.runs)))
     write_json_atomic(args.out, doc)
-    for who, one in judged_runs(runs):
+    for who, one in [*judged_runs(runs), *([("together", doc["together"])] if args.together else [])]:
         v = one["verdict"]
         print(f"{who}: {v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped: {v['verdict']}")
     print(f"summary: {shown(args.out)}")
@@ -197,4 +260,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--what", default="", help="a sentence saying what the runs are, kept at the top of the JSON")
     p.add_argument("--note", default="", help="a remark kept with each run (such as how loaded the machine was)")
+    p.add_argument(
+        "--together",
+        type=Path,
+        metavar="FOLDER",
+        help="also keep each run's bundles (not its windows) in FOLDER/<run name>/ and judge FOLDER as one set, "
+        "every claim comparing their models included; kept in the summary as `together`",
+    )
     p.set_defaults(func=run_summary)

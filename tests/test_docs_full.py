@@ -1,0 +1,123 @@
+"""The full-length reruns' figures of the docs (docs_full), on a summary `summary --together` wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_summary import two_runs  # noqa: F401 (the fixture)
+
+from attngeom import cli, docs_full
+
+
+@pytest.fixture(scope="module")
+def kept(two_runs, tmp_path_factory) -> Path:  # noqa: F811
+    """The two full-length runs summarised into one file, their bundles kept and judged together, with
+    segments of known steps and wall times."""
+    root = tmp_path_factory.mktemp("full")
+    out = root / "paper-step12000.json"
+    assert (
+        cli.main(
+            [
+                "summary",
+                str(two_runs["softmax"]),
+                str(two_runs["yat_b"]),
+                "--out",
+                str(out),
+                "--together",
+                str(root / "kept"),
+            ]
+        )
+        == 0
+    )
+    doc = json.loads(out.read_text())
+    for name, run in doc["runs"].items():
+        model = f"{name}_s0"
+        run["segments"] = [
+            {"machine": "M", "from_steps": {model: 0}, "to_steps": {model: 4000}, "wall_s": 7200.0},
+            {"machine": "M", "from_steps": {model: 4000}, "to_steps": {model: 12000}, "wall_s": 14400.0},
+        ]
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def test_each_run_shows_its_segments_total_wall_time_and_step_rate(kept):
+    table = docs_full.full_runs(kept).splitlines()
+    rows = {line.split(" | ")[0]: line for line in table if line.startswith("| softmax") or line.startswith("| yat_b")}
+    assert rows["| softmax"].startswith(
+        "| softmax | 2: 0 to 4,000 (2.0 h), 4,000 to 12,000 (4.0 h) | 6.0 h | 0.56 | M | "
+    )
+    assert set(rows) == {"| softmax", "| yat_b"}
+
+
+def test_every_claim_of_the_models_is_shown_beside_the_published_bundles(kept):
+    doc = json.loads(kept.read_text())
+    text = docs_full.full_claims(kept)
+    v = doc["together"]["verdict"]
+    assert f"{v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped" in text
+    rows = {
+        line.split(" | ")[0][2:].strip("`"): line.split(" | ") for line in text.splitlines() if line.startswith("| `")
+    }
+    judged = {c["id"]: c for c in doc["together"]["judged"]}
+    assert set(rows) == {
+        i
+        for i, c in judged.items()
+        if not i.startswith(("toy.", "setup."))
+        and i not in ("scale.softmax.comparisons", "hull.softmax.total", "hull.yat_b.total")
+    }
+    assert {"inversion", "census.kernel_fewer", "entropy.yat_b", "occupancy.softmax.final"} <= set(rows)
+    entropy = rows["entropy.yat_b"]
+    assert entropy[1:] == [
+        "statistic",
+        "0.72",
+        "0.720953",
+        judged["entropy.yat_b"]["measured"],
+        judged["entropy.yat_b"]["expected"],
+        "PASS |",
+    ]
+    setup = sum(1 for i in judged if i.startswith("setup.") or i.endswith((".total", ".comparisons")))
+    assert f"Besides: {setup} setup claims (facts of the setup, whatever was trained): {setup} pass, 0 fail" in text
+
+
+def test_a_run_is_shown_step_by_step_beside_the_published_run(kept):
+    table = docs_full.retrace("softmax", kept).splitlines()
+    steps = [line.split(" | ")[0][2:] for line in table[2:]]
+    assert (
+        steps[0] == "0" and steps[-1] == "12,000" and len(steps) == 24 + 2
+    )  # 24 evaluations; maps at 0 and 1200 too (6000, 12000 are both)
+    last = table[-1].split(" | ")
+    assert last[1] == "1.531921 / 1.531921" and last[2] == "72.2917 / 72.2917" and last[4] == "0.00% (0) |"
+    moved = next(line for line in table if line.startswith("| 1,200 |")).split(" | ")[4]
+    assert moved != "0.00% (0) |"  # one row of the softmax run's step-1200 map was reweighed
+    sentence = docs_full.retrace_sentence("softmax", kept)
+    assert sentence == (
+        "softmax: its validation loss equals the published run's, to the six decimals kept, at 24 of the 24 "
+        "evaluations (largest difference 0.000000, at step 500); its final maps differ from the published ones "
+        "in 0.00% of the entries, by at most 0"
+    )
+
+
+def test_without_the_file_or_the_run_each_figure_says_so(kept, tmp_path):
+    missing = tmp_path / "paper-step12000.json"
+    for text in (docs_full.full_runs(missing), docs_full.full_claims(missing), docs_full.retrace("yat_b", missing)):
+        assert text.startswith("No full-length rerun is kept yet (") and "does not exist" in text
+    assert docs_full.retrace("goat_v", kept).startswith("No full-length rerun of goat_v is kept in ")
+
+
+def test_each_final_band_is_shown_with_every_trajectory_it_was_checked_against():
+    from attngeom import expected
+
+    bands = {cid: b for cid, b in expected.load_rerun().items() if "measured" in b}
+    rows = {line.split(" | ")[0][3:-1]: line for line in docs_full.final_bands().splitlines() if line.startswith("| `")}
+    assert set(rows) == set(bands) and len(rows) >= 13
+    for cid, band in bands.items():
+        assert rows[cid].count("(inside)") + rows[cid].count("(OUTSIDE)") == len(band["measured"])
+    assert "kgl_blog-yatattn-b-telem 0.731664 (inside)" in rows["entropy.yat_b"]
+
+
+def test_the_readme_account_is_every_claim_then_one_sentence_per_run(kept, tmp_path):
+    text = docs_full.full_account(kept)
+    assert text.startswith(docs_full.full_claims(kept) + "\n\n- softmax: its validation loss")
+    assert text.splitlines()[-1].startswith("- yat_b: ") and text.endswith(".")
+    assert docs_full.full_account(tmp_path / "none.json").startswith("No full-length rerun is kept yet")
