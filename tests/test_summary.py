@@ -257,11 +257,34 @@ def test_runs_kept_together_are_judged_as_one_set_as_the_kept_folder_is_judged_a
         {k: c[k] for k in ("id", "verdict", "measured", "expected")} for c in again["claims"] if c["verdict"] != "SKIP"
     ] == together["judged"]
     assert all(sha256_file(kept / name) == sha for name, sha in together["files"].items())
-    (
-        kept / "softmax" / "kgl_blog-attngeom-qk" / "attn_softmax_s0.npz"
-    ).unlink()  # a second --together renews each run's folder
+    assert "this run" in again["trajectories"]["sources"]  # expected/measured/ does not keep these runs
+    renewed = kept / "softmax" / "kgl_blog-attngeom-qk" / "attn_softmax_s0.npz"
+    renewed.unlink()  # a second --together renews each run's folder it names
     assert cli.main(["summary", runs_[0], "--out", str(out), "--together", str(kept)]) == 0
-    assert json.loads(out.read_text())["together"]["files"] == together["files"]
+    assert json.loads(out.read_text())["together"]["files"] == together["files"] and renewed.is_file()
+
+
+def test_kept_bundles_judged_again_add_no_trajectory_their_summary_holds(two_runs, tmp_path, monkeypatch):
+    from attngeom import trajectories
+
+    measured, kept = tmp_path / "measured", tmp_path / "measured" / "paper-step12000"
+    measured.mkdir()
+    (measured / "elsewhere.json").write_text(json.dumps({"what": "kept elsewhere", "runs": {}}))
+    runs_ = [str(two_runs["softmax"]), str(two_runs["yat_b"])]
+    assert cli.main(["summary", *runs_, "--out", str(measured / "full.json"), "--together", str(kept)]) == 0
+    monkeypatch.setattr(trajectories, "MEASURED_DIR", measured)
+    assert cli.main(["--bundles", str(kept), "--variants", "softmax,yat_b", "--out", str(tmp_path / "r")]) in (0, 1)
+    section = json.loads((tmp_path / "r" / "report.json").read_text())["trajectories"]
+    assert "this run" not in section["sources"] and str(measured / "full.json") in section["sources"]
+    assert section["trajectories"] == [  # each run once, by the summary that keeps it
+        "full.json: softmax",
+        "full.json: yat_b",
+        "the author's rerun kgl_blog-goat-telem",
+        "the author's rerun kgl_blog-yatattn-b-telem",
+    ]
+    monkeypatch.setattr(trajectories, "MEASURED_DIR", tmp_path / "none")
+    assert cli.main(["--bundles", str(kept), "--variants", "softmax,yat_b", "--out", str(tmp_path / "r")]) in (0, 1)
+    assert "this run" in json.loads((tmp_path / "r" / "report.json").read_text())["trajectories"]["sources"]
 
 
 def test_runs_that_cannot_be_kept_together_are_one_error_line_and_nothing_is_written(two_runs, tmp_path, capsys):

@@ -16,12 +16,15 @@ A comparison between models is evaluated by its own claim function on every pair
 models' trajectories, at the quoted step and at every later-than-first step at which each model has
 one (a trajectory stopped there ends there). The verdicts are not touched: this says what a reader
 may conclude from the judged numbers. A trajectory kept in two files counts twice: keep each one in
-one file (a summary of a continued run replaces its stopped one under the same run name).
+one file (a summary of a continued run replaces its stopped one under the same run name). Bundles a
+summary keeps beside it (`summary --together`) add no trajectory of their own when judged: the summary
+holds them.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,17 +91,29 @@ def from_summary(doc: dict, where: str) -> list[Trajectory]:
     return out
 
 
-def read_measured(folder: Path = MEASURED_DIR) -> tuple[list[Trajectory], list[Path]]:
-    """Every trajectory of the summary files in `folder` (those with `runs`; others, such as fidelity
-    records, are passed over), and the files read. A summary that breaks its schema is an InputError."""
-    out, read = [], []
-    for path in sorted(Path(folder).glob("*.json")):
+def _summaries(folder: Path | None) -> Iterator[tuple[Path, dict]]:
+    """Each summary file in `folder` (default MEASURED_DIR) and its document: those with `runs`; others, such
+    as fidelity records, are passed over. A summary that breaks its schema is an InputError."""
+    for path in sorted(Path(folder or MEASURED_DIR).glob("*.json")):
         doc = schema.read_json(path)
         if isinstance(doc, dict) and "runs" in doc:
             schema.check(doc, schema.SUMMARY_JSON, shown(path))
-            out += from_summary(doc, path.name)
-            read.append(path)
+            yield path, doc
+
+
+def read_measured(folder: Path | None = None) -> tuple[list[Trajectory], list[Path]]:
+    """Every trajectory of the summary files in `folder` (default MEASURED_DIR), and the files read."""
+    out, read = [], []
+    for path, doc in _summaries(folder):
+        out += from_summary(doc, path.name)
+        read.append(path)
     return out, read
+
+
+def kept_bundles(folder: Path | None = None) -> set[str]:
+    """The sha256 of each file of the bundles a summary in `folder` keeps beside it (`summary --together`):
+    bundles whose trajectories the summary holds already, so that judging them adds none a second time."""
+    return {sha for _, doc in _summaries(folder) for sha in doc.get("together", {}).get("files", {}).values()}
 
 
 def telemetry_reruns(root: Path, names: tuple[str, ...]) -> tuple[list[Trajectory], list[Path]]:

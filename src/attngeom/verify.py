@@ -49,17 +49,21 @@ def judge_evidence(
     return ev, tier or ev.tier, warnings, hashes
 
 
-def measured_trajectories(ev: evidence.Evidence, models: dict) -> tuple[list, list[str], list[Path]]:
+def measured_trajectories(
+    ev: evidence.Evidence, models: dict, hashes: dict[Path, str]
+) -> tuple[list, list[str], list[Path]]:
     """The trajectories measured of the published runs' training (expected/measured/, the author's
-    telemetry reruns, and the judged bundles when they are a rerun of it), where they were read (as the
-    report names them), and the files read: what the report's `trajectories` section (trajectories.section)
-    sets each trajectory statistic beside."""
+    telemetry reruns, and the judged bundles when they are a rerun of it whose models expected/measured/
+    does not keep already: `hashes`, their files' sha256), where they were read (as the report names them), and the
+    files read: what the report's `trajectories` section (trajectories.section) sets each trajectory
+    statistic beside."""
     measured, files = trajectories.read_measured()
     names = fetch.TELEMETRY_BUNDLES
     author, author_files = trajectories.telemetry_reruns(fetch.fetch_bundles(names), names)
     own = (
         [trajectories.of_model(m, "this run", final=ev.scope == "all") for m in models.values()]
         if ev.kind in evidence.SAME_TRAINING
+        and not {hashes[m.files["geom"]] for m in models.values()} <= trajectories.kept_bundles()
         else []
     )
     sources = [shown(p.relative_to(REPO) if p.is_relative_to(REPO) else p) for p in files]
@@ -96,7 +100,7 @@ def run_verify(
             [
                 lambda: robustness.measure(listing, models, plain, claims),
                 mathematics_results,
-                lambda: measured_trajectories(ev, models),
+                lambda: measured_trajectories(ev, models, hashes),
             ],
         )
         results = {**compute_results(models, companion_runs, plain, mathematics), "robustness": robust}
