@@ -89,6 +89,7 @@ def test_a_stopped_run_is_summarised_with_its_statistics_distances_and_verdicts(
     assert run["command"] == "./reproduce.sh rerun --preset paper --stop-after 1200 --variants softmax --quiet"
     assert run["stopped_after"] == 1200 and run["note"] == "quiet" and run["judged_by"]["tier"] == "rerun"
     assert (run["trajectory"], run["segments"]) == (_manifest()["trajectory"], _manifest()["segments"])
+    assert run["wall_s"] == 5000.0  # a segment without its wall time: the manifest's
     stats = run["statistics"]["softmax_s0"]
     assert stats["run"] == {
         "distinct_winners": {"0": 26.9167, "1200": 65.2083},
@@ -104,6 +105,15 @@ def test_a_stopped_run_is_summarised_with_its_statistics_distances_and_verdicts(
     judged = {c["id"]: c["verdict"] for c in run["judged"]}
     assert judged["step1200.softmax.occupancy"] == "PASS" and "SKIP" not in judged.values()
     assert len(judged) == report["summary"]["passed"] + report["summary"]["failed"]
+
+
+def test_a_resumed_runs_wall_time_is_that_of_all_its_segments():
+    from attngeom.summary import run_wall_s
+
+    manifest = _manifest()
+    manifest["segments"][0]["wall_s"] = 100.25
+    assert run_wall_s(manifest) == 109.75  # the manifest's own 5000 s is its last process's
+    assert run_wall_s(_manifest(segments=None)) == run_wall_s(_manifest(segments=[])) == 5000.0
 
 
 def test_a_changed_map_moves_the_distance_and_other_runs_in_the_file_are_kept(judged_run, tmp_path):

@@ -1,7 +1,7 @@
 """`summary`: a rerun as a reviewer keeps it, without its bundles.
 
 Reads each run folder's manifest, its bundles and the report verify wrote of it, and writes one
-small JSON: what was run (command, commit, device, machine, versions, wall time, stop, the
+small JSON: what was run (command, commit, device, machine, versions, wall time over all segments, stop, the
 trajectory's stamp and each segment a process trained: steps, machine, code generation, wall time), the
 statistics at every telemetry and evaluation step it reached next to the published run's at the
 same step (and, for a run that ran its whole schedule, the table's statistics of its final model),
@@ -125,6 +125,13 @@ def _verdicts(report: Report) -> dict:
     }
 
 
+def run_wall_s(manifest: dict) -> float | None:
+    """A run's wall time: over all its segments when each recorded its own (a resumed run's manifest
+    `wall_s` is its last process's), else the manifest's."""
+    walls = [seg.get("wall_s") for seg in manifest.get("segments") or []]
+    return round(sum(walls), 3) if walls and None not in walls else manifest.get("wall_s")
+
+
 def _run_record(manifest: dict) -> dict:
     """What a run's manifest says of how it was run."""
     return {
@@ -139,7 +146,7 @@ def _run_record(manifest: dict) -> dict:
         "preset": manifest["config"]["preset"],
         "steps": manifest["config"]["train"]["steps"],
         "stopped_after": manifest.get("stopped_after"),
-        "wall_s": manifest.get("wall_s"),
+        "wall_s": run_wall_s(manifest),
         "variant_wall_s": manifest.get("variant_wall_s"),
         "trajectory": manifest.get("trajectory"),
         "segments": manifest.get("segments"),
