@@ -1,4 +1,4 @@
-"""`summary`: a rerun as a reviewer keeps it, without its bundles.
+"""`summary`: a rerun as a reviewer keeps it: a small JSON, and with `--together` its bundles beside it.
 
 Reads each run folder's manifest, its bundles and the report verify wrote of it, and writes one
 small JSON: what was run (command, commit, device, machine, versions, wall time over all segments, stop, the
@@ -6,7 +6,9 @@ trajectory's stamp and each segment a process trained: steps, machine, code gene
 statistics at every telemetry and evaluation step it reached next to the published run's at the
 same step (and, for a run that ran its whole schedule, the table's statistics of its final model),
 how far its maps are from the published maps, and the verdicts it was given. An ensemble's summary
-holds its spread and each finished member's summary, each member's bundles loaded once. This is what
+holds its spread and each finished member's summary, each member's bundles loaded once. With
+`--together FOLDER`, the runs' bundles (not their windows) are kept in FOLDER and judged as one set
+(`together`: the claims comparing models need them side by side). This is what
 `expected/measured/` holds; no verdict reads it (verify shows its trajectories beside the quoted
 statistics: trajectories.py).
 """
