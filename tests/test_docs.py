@@ -89,11 +89,11 @@ def test_a_changed_measurement_puts_its_block_out_of_date_until_the_docs_are_mad
     done = _docs(root, "--check")
     assert done.returncode == 1, done.stdout + done.stderr
     stale = done.stdout.splitlines()
-    readme = (root / "README.md").read_text().splitlines()
+    report = (root / "docs" / "report.md").read_text().splitlines()
     where = {(line.split(":")[0], int(line.split(":")[1])) for line in stale}
-    # the block of the runs' table, and the README's trajectories beside the quotes (a run of that file is one)
-    assert {path for path, _ in where} == {str(root / "docs" / "step-1200.md"), str(root / "README.md")}, stale
-    blocks = {(readme if path.endswith("README.md") else page.splitlines())[n - 1] for path, n in where}
+    # the block of the runs' table, and the trajectories beside the quotes (a run of that file is one)
+    assert {path for path, _ in where} == {str(root / "docs" / "step-1200.md"), str(root / "docs" / "report.md")}, stale
+    blocks = {(report if path.endswith("report.md") else page.splitlines())[n - 1] for path, n in where}
     assert any("step1200_runs()" in b for b in blocks) and any("trajectory_spread()" in b for b in blocks), blocks
     assert (root / "docs" / "step-1200.md").read_text() == page  # --check changes nothing
     assert (

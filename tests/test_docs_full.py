@@ -77,7 +77,17 @@ def test_every_claim_of_the_models_is_shown_beside_the_published_bundles(kept):
         "PASS |",
     ]
     setup = sum(1 for i in judged if i.startswith("setup.") or i.endswith((".total", ".comparisons")))
-    assert f"Besides: {setup} setup claims (facts of the setup, whatever was trained): {setup} pass, 0 fail" in text
+    assert text.endswith(
+        f"Besides: {setup} facts of the setup (whatever was trained): {setup} pass, 0 fail; "
+        "9 claims of mathematics (no model): 9 pass, 0 fail."
+    )
+
+
+def test_the_readme_shows_the_statistics_and_comparisons_row_by_row_and_counts_the_exact_claims(kept):
+    text = docs_full.full_claims(kept, ("statistic", "comparison"))
+    rows = [line.split(" | ")[1] for line in text.splitlines() if line.startswith("| `")]
+    assert set(rows) == {"statistic", "comparison"} and len(rows) == 15
+    assert "Besides: 5 theorems (exact in any trained model): 5 pass, 0 fail; " in text
 
 
 def test_a_run_is_shown_step_by_step_beside_the_published_run(kept):
@@ -118,6 +128,8 @@ def test_each_final_band_is_shown_with_every_trajectory_it_was_checked_against()
 
 def test_the_readme_account_is_every_claim_then_one_sentence_per_run(kept, tmp_path):
     text = docs_full.full_account(kept)
-    assert text.startswith(docs_full.full_claims(kept) + "\n\n- softmax: its validation loss")
+    assert text.startswith(
+        docs_full.full_claims(kept, ("statistic", "comparison")) + "\n\n- softmax: its validation loss"
+    )
     assert text.splitlines()[-1].startswith("- yat_b: ") and text.endswith(".")
     assert docs_full.full_account(tmp_path / "none.json").startswith("No full-length rerun is kept yet")

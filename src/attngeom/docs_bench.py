@@ -42,6 +42,15 @@ def bench_verify() -> str:
     return f"Measured by {provenance(d)}, `{relative(path)}`:\n\n" + "\n".join(lines)
 
 
+def verify_time() -> str:
+    """One sentence: the verify stage's median time, from bench/results/verify.json (in full: `bench_verify`)."""
+    d = schema.read_json(BENCH / "verify.json")
+    return (
+        f"The verify stage takes {d['verify_s']:.2f} s (median of {d['runs']} runs on {d['measured']['machine']}; "
+        "[speed](docs/speed.md))."
+    )
+
+
 def bench_train() -> str:
     """The training harness against a per-step loop, from bench/results/train-*.json."""
     out = []

@@ -264,6 +264,22 @@ def kinds_table() -> str:
     return "\n".join(rows)
 
 
+def trajectory_count() -> str:
+    """One sentence: how many trajectories the published bundles' report sets its claims beside, and how many
+    of its statistic claims and comparisons have one or more measured at their step."""
+    section = published_report()["trajectories"]
+    claims = section["claims"].values()
+    statistics = [one for one in claims if one["kind"] == "statistic"]
+    comparisons = [one for one in claims if one["kind"] == "comparison"]
+    measured = sum("spread" in one for one in statistics)
+    compared = sum(any(s["step"] == one["step"] and s["pairings"] for s in one["steps"]) for one in comparisons)
+    return (
+        f"{len(section['trajectories'])} measured trajectories of the same training ({', '.join(section['sources'])}); "
+        f"{measured} of the {len(statistics)} quoted statistics of one trajectory have one or more measured at their "
+        f"step, and {compared} of the {len(comparisons)} comparisons a pairing at the quoted step."
+    )
+
+
 def trajectory_spread() -> str:
     """The published bundles' trajectory statistics beside every measured trajectory at their step
     (report.json's `trajectories`, in REPORT.md's words): those measured, those not, and each comparison."""

@@ -66,9 +66,18 @@ def full_runs(path: Path = FULL) -> str:
     return f"From `{relative(path)}`:\n\n" + "\n".join(rows)
 
 
-def full_claims(path: Path = FULL) -> str:
-    """Every claim about the trained models judged on the full-length reruns together, beside the published
-    bundles' value: the quote, both measurements, the rerun band and the verdict (setup counts summed up)."""
+ROWS = ("theorem", "statistic", "comparison")  # the kinds of claims about the models shown row by row
+BESIDES = {
+    "theorem": "theorems (exact in any trained model)",
+    "setup": "facts of the setup (whatever was trained)",
+    "mathematics": "claims of mathematics (no model)",
+}
+
+
+def full_claims(path: Path = FULL, rows_of: tuple[str, ...] = ROWS) -> str:
+    """Every claim judged on the full-length reruns together: those about the models of the kinds `rows_of`
+    one per row, beside the published bundles' value (the quote, both measurements, the rerun band and the
+    verdict); the others counted by kind (expected.KINDS), the claims of mathematics apart."""
     doc = _kept(path)
     if doc is None or "together" not in doc:
         return _none_yet(path)
@@ -79,33 +88,28 @@ def full_claims(path: Path = FULL) -> str:
         "| claim | kind | quoted | published bundles | rerun | rerun band | verdict |",
         "|---|---|---|---|---|---|---|",
     ]
-    setup, mathematics = [], []
+    counted: dict[str, list[str]] = {}
     for c in together["judged"]:
         entry = entries[c["id"]]
-        if entry["tier"] == "mathematics":
-            mathematics.append(c["verdict"])
-        elif entry["kind"] == "setup":
-            setup.append(c["verdict"])
-        else:
+        kind = "mathematics" if entry["tier"] == "mathematics" else entry["kind"]
+        if kind in rows_of:
             rows.append(
-                f"| `{c['id']}` | {entry['kind']} | {entry['value']} | {published.get(c['id'], '-')} | {c['measured']} "
+                f"| `{c['id']}` | {kind} | {entry['value']} | {published.get(c['id'], '-')} | {c['measured']} "
                 f"| {c['expected']} | {c['verdict']} |"
             )
+        else:
+            counted.setdefault(kind, []).append(c["verdict"])
     v = together["verdict"]
-    tail = [
-        f"{len(kinds)} {what}: {kinds.count('PASS')} pass, {kinds.count('FAIL')} fail"
-        for what, kinds in (
-            ("setup claims (facts of the setup, whatever was trained)", setup),
-            ("claims of mathematics", mathematics),
-        )
-    ]
+    tail = "; ".join(
+        f"{len(verdicts)} {BESIDES[kind]}: {verdicts.count('PASS')} pass, {verdicts.count('FAIL')} fail"
+        for kind in BESIDES
+        if (verdicts := counted.get(kind))
+    )
     return (
         f"The reruns' bundles judged as one set (`{together['command']}`, the {together['judged_by']['tier']} tier): "
         f"{v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped (claims of models not rerun).\n\n"
         + "\n".join(rows)
-        + "\n\nBesides: "
-        + "; ".join(tail)
-        + "."
+        + (f"\n\nBesides: {tail}." if tail else "")
     )
 
 
@@ -196,10 +200,14 @@ def final_bands() -> str:
 
 
 def full_account(path: Path = FULL) -> str:
-    """The README's account: every claim on the reruns beside the published bundles, then one sentence per run
-    on how far it is from the published run."""
+    """The README's account: every claim on the reruns, the statistics and comparisons beside the published
+    bundles' (the exact claims counted), then one sentence per run on how far it is from the published run."""
     doc = _kept(path)
     if doc is None or "together" not in doc:
         return _none_yet(path)
     variants = [model.rsplit("_s", 1)[0] for run in doc["runs"].values() for model in run["statistics"]]
-    return full_claims(path) + "\n\n" + "\n".join(f"- {retrace_sentence(v, path)}." for v in variants)
+    return (
+        full_claims(path, ("statistic", "comparison"))
+        + "\n\n"
+        + "\n".join(f"- {retrace_sentence(v, path)}." for v in variants)
+    )
