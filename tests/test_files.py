@@ -87,6 +87,7 @@ def test_every_writer_of_a_named_output_refuses_a_device(tmp_path: Path):
     for cmd in (
         ["bands", str(ensemble), "--write", str(device)],
         ["summary", str(tmp_path), "--out", str(device)],
+        ["summary", str(tmp_path), "--out", str(tmp_path / "s.json"), "--together", str(device)],
         ["bench", "train", "--quick", "--json", str(device)],
         ["bench", "verify", "--json", str(device)],
         ["fidelity", "--out", str(device)],

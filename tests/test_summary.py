@@ -305,7 +305,7 @@ def test_runs_that_cannot_be_kept_together_are_one_error_line_and_nothing_is_wri
     for runs_, where, message in (
         ([two_runs["softmax"], twice], kept, "two run folders with the same name"),
         ([two_runs["softmax"], renamed], kept, "a second bundle for softmax seed 0"),  # found once copied: no swap
-        ([two_runs["softmax"]], tmp_path / "file", "cannot keep the bundles there"),
+        ([two_runs["softmax"]], tmp_path / "file", "cannot write the bundles there"),
     ):
         (tmp_path / "file").write_text("a file, not a folder")
         capsys.readouterr()

@@ -19,8 +19,8 @@ from attngeom.report import write_report
 REPORT_FILES = {"REPORT.md", "report.json", "results.json", html_report.INDEX}
 
 
-def check_out(out: Path) -> None:
-    """Refuse at once, before any work, a report folder that could not be written."""
+def check_out(out: Path, what: str = "the report") -> None:
+    """Refuse at once, before any work, a folder that could not be written as one set (`what` it is to hold)."""
     try:
         target = replaceable(out)
         if os.path.lexists(target) and not target.is_dir():
@@ -29,7 +29,7 @@ def check_out(out: Path) -> None:
         for folder in (target.parent, target) if target.is_dir() else (target.parent,):  # read-only, immutable
             tempfile.TemporaryDirectory(prefix=tmp_prefix(target.name), suffix=".tmp", dir=folder).cleanup()
     except OSError as exc:
-        raise InputError(f"{shown(out)}: cannot write the report there ({exc.strerror or exc})") from exc
+        raise InputError(f"{shown(out)}: cannot write {what} there ({exc.strerror or exc})") from exc
 
 
 def write_set(out: Path, renewed: set[str], write: Callable[[Path], None]) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom import blocks, ensemble, fetch, schema
+from attngeom import blocks, ensemble, fetch, report_set, schema
 from attngeom.bundles import RUN_JSON, BundleModel, attn_file, geom_file, list_bundles, load_model
 from attngeom.documents import Report
 from attngeom.errors import InputError
@@ -207,7 +207,7 @@ def judge_together(folder: Path, runs: dict[str, Path]) -> dict:
                 report = schema.read_json(Path(tmp) / "report" / "report.json", schema.REPORT_JSON)
             files = {str(p.relative_to(new)): sha256_file(p) for p in listing.files if p.is_file()}
     except OSError as exc:
-        raise InputError(f"{shown(folder)}: cannot keep the bundles there ({exc.strerror or exc})") from exc
+        raise InputError(f"{shown(folder)}: cannot write the bundles there ({exc.strerror or exc})") from exc
     where = folder.resolve()
     named = str(where.relative_to(REPO)) if where.is_relative_to(REPO) else shown(folder)
     return {
@@ -232,6 +232,8 @@ def run_summary(args: argparse.Namespace) -> int:
     names = [run_dir.resolve().name for run_dir in args.runs]
     if len(set(names)) < len(names):
         raise InputError(f"two run folders with the same name among {', '.join(map(shown, args.runs))}")
+    if args.together is not None:
+        report_set.check_out(args.together, "the bundles")
     doc = schema.read_json(args.out, schema.SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
     published = list_bundles(fetch.fetch_bundles()).folders()
     with blocks.one_blas_thread():
