@@ -122,8 +122,8 @@ def test_each_final_band_is_shown_with_every_trajectory_it_was_checked_against()
     rows = {line.split(" | ")[0][3:-1]: line for line in docs_full.final_bands().splitlines() if line.startswith("| `")}
     assert set(rows) == set(bands) and len(rows) >= 13
     for cid, band in bands.items():
-        assert rows[cid].count("(inside)") + rows[cid].count("(OUTSIDE)") == len(band["measured"])
-    assert "kgl_blog-yatattn-b-telem 0.731664 (inside)" in rows["entropy.yat_b"]
+        assert rows[cid].count(" inside") + rows[cid].count(" OUTSIDE") == len(band["measured"])
+    assert "kgl_blog-yatattn-b-telem 0.731664 inside" in rows["entropy.yat_b"]
 
 
 def test_the_readme_account_is_every_claim_then_one_sentence_per_run(kept, tmp_path):

@@ -148,6 +148,11 @@ PUBLISHED_BUNDLES = "the published bundles"
 CHECKED = "; checked against every full-length trajectory measured: "
 
 
+def checked(measured: list[dict]) -> str:
+    """A final-step band's `measured` in words: each trajectory, its value, inside the band or OUTSIDE."""
+    return "; ".join(f"{m['trajectory']} {m['value']:g} {'inside' if m['covered'] else 'OUTSIDE'}" for m in measured)
+
+
 def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[dict, list[str]]:
     """rerun.json with each final-step band's `measured`: every full-length trajectory measured of its
     claim's model, as the published bundles' report shows them (report.json's `trajectories`): the
@@ -176,9 +181,7 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
         else:
             kept = f"kept: {len(values)} of the {MIN_MEMBERS} full-length trajectories a band is derived from"
         band["measured"] = [{"trajectory": t, "value": v, "covered": passes(v, how)} for t, v in values]
-        shown_values = "; ".join(
-            f"{m['trajectory']} {m['value']:g} {'inside' if m['covered'] else 'OUTSIDE'}" for m in band["measured"]
-        )
+        shown_values = checked(band["measured"])
         band["reason"] = f"{band['reason'].split(CHECKED)[0]}{CHECKED}{shown_values or 'none yet'}"
         lines.append(f"{cid:28} {how.comparison} {how.tolerance}: {shown_values or 'none measured'} ({kept})")
     return doc, lines

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attngeom import expected, schema
+from attngeom import bands, expected, schema
 from attngeom.docs_figures import MEASURED, published_report, relative
 from attngeom.judge import describe, judgement_for
 from attngeom.statistics import checkpoint_labels
+from attngeom.variants import model_key, model_of
 
 FULL = MEASURED / "paper-step12000.json"
 
@@ -133,7 +134,7 @@ def _run_of(variant: str, path: Path) -> tuple[dict | None, str]:
     doc = _kept(path)
     if doc is None:
         return None, _none_yet(path)
-    run = next((r for r in doc["runs"].values() if f"{variant}_s0" in r["statistics"]), None)
+    run = next((r for r in doc["runs"].values() if model_key(variant, 0) in r["statistics"]), None)
     return run, f"No full-length rerun of {variant} is kept in `{relative(path)}`."
 
 
@@ -152,7 +153,7 @@ def retrace(variant: str, path: Path = FULL) -> str:
         f"| {variant}: step | validation loss (rerun / published) | distinct winners of 128 | entropy | map entries that differ (largest difference) |",
         "|---|---|---|---|---|",
     ]
-    for step, cells in _by_step(run["statistics"][f"{variant}_s0"], run["steps"]).items():
+    for step, cells in _by_step(run["statistics"][model_key(variant, 0)], run["steps"]).items():
         moved = cells.get("maps")
         maps = "-" if moved is None else f"{moved['entries_that_differ']:.2%} ({moved['max_abs_difference']:.2g})"
         rows.append(
@@ -168,7 +169,7 @@ def retrace_sentence(variant: str, path: Path = FULL) -> str:
     run, why = _run_of(variant, path)
     if run is None:
         return why
-    stats = run["statistics"][f"{variant}_s0"]
+    stats = run["statistics"][model_key(variant, 0)]
     ours, theirs = stats["run"]["validation_loss"], stats["published_seed0"]["validation_loss"]
     gaps = {int(s): abs(ours[s] - theirs[s]) for s in theirs if s in ours}
     worst = max(gaps, key=gaps.get)
@@ -187,15 +188,12 @@ def final_bands() -> str:
     against (`bands --final`), and whether it covers each."""
     claims = expected.load_claims()
     rerun = expected.load_rerun(claims=claims)
-    rows = ["| claim | rerun band | full-length trajectories: value (covered) |", "|---|---|---|"]
+    rows = ["| claim | rerun band | full-length trajectories: value, inside the band or OUTSIDE |", "|---|---|---|"]
     for entry in claims:
         band = rerun.get(entry["id"], {})
         if "measured" in band:
-            checked = "; ".join(
-                f"{m['trajectory']} {m['value']:.6g} ({'inside' if m['covered'] else 'OUTSIDE'})"
-                for m in band["measured"]
-            )
-            rows.append(f"| `{entry['id']}` | {describe(judgement_for(entry, 'rerun', rerun))} | {checked} |")
+            how = describe(judgement_for(entry, "rerun", rerun))
+            rows.append(f"| `{entry['id']}` | {how} | {bands.checked(band['measured'])} |")
     return "\n".join(rows)
 
 
@@ -205,7 +203,7 @@ def full_account(path: Path = FULL) -> str:
     doc = _kept(path)
     if doc is None or "together" not in doc:
         return _none_yet(path)
-    variants = [model.rsplit("_s", 1)[0] for run in doc["runs"].values() for model in run["statistics"]]
+    variants = [model_of(model)[0] for run in doc["runs"].values() for model in run["statistics"]]
     return (
         full_claims(path, ("statistic", "comparison"))
         + "\n\n"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import redirect_stdout
@@ -175,18 +176,19 @@ def keep_bundles(run_dir: Path, folder: Path) -> None:
     """Copy what a reviewer keeps of a run's models into `folder`, in the run's own layout: each model's
     attn_* and geom_* files and its bundle folder's yat_attention.json (not the windows files, which
     only add windows to the report)."""
-    listing = list_bundles(run_dir)
-    for (variant, seed), source in sorted(listing.models.items()):
-        kept = folder / source.relative_to(run_dir)
-        kept.mkdir(parents=True, exist_ok=True)
-        for path in (attn_file(source, variant, seed), geom_file(source, variant, seed), source / RUN_JSON):
-            (kept / path.name).write_bytes(path.read_bytes())
+    models = list_bundles(run_dir).models
+    for source in set(models.values()):
+        (folder / source.relative_to(run_dir)).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / RUN_JSON, folder / source.relative_to(run_dir) / RUN_JSON)
+    for (variant, seed), source in models.items():
+        for path in (attn_file(source, variant, seed), geom_file(source, variant, seed)):
+            shutil.copyfile(path, folder / path.relative_to(run_dir))
 
 
 def judge_together(folder: Path, runs: dict[str, Path]) -> dict:
     """Keep each run's bundles in folder/<run name>/ (other runs already there are kept) and judge the
     folder as one set of bundles, every variant it holds: the claims that compare models (the inversion,
-    the census, the quality gap) need them side by side, which no single-variant run's report has.
+    the census) need them side by side, which no single-variant run's report has.
     Returns the judgement as `./reproduce.sh --bundles FOLDER --variants ...` gives it, with each
     file's sha256, so that the kept folder can be judged again and compared."""
     from attngeom import verify  # verify reads summary files (trajectories.py), which read this module
@@ -233,6 +235,8 @@ def run_summary(args: argparse.Namespace) -> int:
     if len(set(names)) < len(names):
         raise InputError(f"two run folders with the same name among {', '.join(map(shown, args.runs))}")
     if args.together is not None:
+        if any(ensemble.is_ensemble(run_dir) for run_dir in args.runs):
+            raise InputError("--together keeps runs, not ensembles: summarise the ensemble without it")
         report_set.check_out(args.together, "the bundles")
     doc = schema.read_json(args.out, schema.SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
     published = list_bundles(fetch.fetch_bundles()).folders()
@@ -249,8 +253,6 @@ def run_summary(args: argparse.Namespace) -> int:
     doc["what"] = args.what or doc.get("what", "")
     doc["runs"] = {**doc["runs"], **runs}
     if args.together is not None:
-        if any("members" in run for run in runs.values()):
-            raise InputError("--together keeps runs, not ensembles: summarise the ensemble without it")
         doc["together"] = judge_together(args.together, dict(zip(names, args.runs)))
     write_json_atomic(args.out, doc)
     for who, one in [*judged_runs(runs), *([("together", doc["together"])] if args.together else [])]:
