@@ -91,7 +91,9 @@ def test_the_readme_shows_the_statistics_and_comparisons_row_by_row_and_counts_t
 
 
 def test_a_run_is_shown_step_by_step_beside_the_published_run(kept):
-    table = docs_full.retrace("softmax", kept).splitlines()
+    sentence, table = docs_full.retrace_sentence("softmax", kept), docs_full.retrace("softmax", kept).splitlines()
+    assert table[:2] == [sentence, ""]
+    table = table[2:]
     steps = [line.split(" | ")[0][2:] for line in table[2:]]
     assert (
         steps[0] == "0" and steps[-1] == "12,000" and len(steps) == 24 + 2
@@ -100,11 +102,10 @@ def test_a_run_is_shown_step_by_step_beside_the_published_run(kept):
     assert last[1] == "1.531921 / 1.531921" and last[2] == "72.2917 / 72.2917" and last[4] == "0.00% (0) |"
     moved = next(line for line in table if line.startswith("| 1,200 |")).split(" | ")[4]
     assert moved != "0.00% (0) |"  # one row of the softmax run's step-1200 map was reweighed
-    sentence = docs_full.retrace_sentence("softmax", kept)
     assert sentence == (
         "softmax: its validation loss equals the published run's, to the six decimals kept, at 24 of the 24 "
         "evaluations (largest difference 0.000000, at step 500); its final maps differ from the published ones "
-        "in 0.00% of the entries, by at most 0"
+        "in 0.00% of the entries, by at most 0."
     )
 
 

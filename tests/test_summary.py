@@ -329,6 +329,32 @@ def test_the_committed_summaries_agree_with_their_own_verdicts():
             assert v["verdict"] == ("FAIL" if v["failed"] else "PASS")
 
 
+def test_the_committed_bundles_kept_together_are_judged_again_to_the_verdicts_their_summary_records(tmp_path):
+    """Each committed summary's `together` folder holds the files it hashed, and judging it again as its
+    `command` says gives every verdict, measured value and count the summary records."""
+    from attngeom import verify
+
+    paths = sorted((REPO / "expected" / "measured").glob("*.json"))
+    kept = [doc["together"] for doc in map(json.loads, (p.read_text() for p in paths)) if "together" in doc]
+    assert kept
+    for together in kept:
+        folder = REPO / together["bundles"]
+        listed = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+        assert listed == set(together["files"]) and len(listed) >= 3
+        assert all(sha256_file(folder / name) == sha for name, sha in together["files"].items())
+        variants = together["command"].split("--variants ")[1]
+        assert together["command"] == f"./reproduce.sh --bundles {together['bundles']} --variants {variants}"
+        verify.run_verify(folder, tmp_path / "report", variants=tuple(variants.split(",")))
+        report = json.loads((tmp_path / "report" / "report.json").read_text())
+        assert report["tier"] == together["judged_by"]["tier"] == "rerun"
+        assert {k: report["summary"][k] for k in together["verdict"]} == together["verdict"]
+        judged = [c for c in report["claims"] if c["verdict"] != "SKIP"]
+        assert [(c["id"], c["verdict"], c["expected"]) for c in judged] == [
+            (c["id"], c["verdict"], c["expected"]) for c in together["judged"]
+        ]
+        assert [c["measured"] for c in judged] == [pytest.approx(c["measured"], rel=1e-9) for c in together["judged"]]
+
+
 def test_a_summary_onto_a_read_only_file_system_is_2_naming_the_file(judged_run, tmp_path, tmpfs, capsys):
     import subprocess
 

@@ -144,8 +144,9 @@ def _pair(cells: dict, name: str, digits: int) -> str:
 
 
 def retrace(variant: str, path: Path = FULL) -> str:
-    """A full-length run of `variant` beside the published run at every evaluation and telemetry step:
-    validation loss, distinct winners, entropy, and how far its maps are from the published ones."""
+    """A full-length run of `variant` beside the published run: its sentence (retrace_sentence), then at
+    every evaluation and telemetry step the validation loss, distinct winners, entropy, and how far its
+    maps are from the published ones."""
     run, why = _run_of(variant, path)
     if run is None:
         return why
@@ -160,7 +161,7 @@ def retrace(variant: str, path: Path = FULL) -> str:
             f"| {step:,} | {_pair(cells, 'validation_loss', 6)} | {_pair(cells, 'distinct_winners', 4)} "
             f"| {_pair(cells, 'mean_norm_entropy', 6)} | {maps} |"
         )
-    return "\n".join(rows)
+    return retrace_sentence(variant, path) + "\n\n" + "\n".join(rows)
 
 
 def retrace_sentence(variant: str, path: Path = FULL) -> str:
@@ -179,7 +180,7 @@ def retrace_sentence(variant: str, path: Path = FULL) -> str:
         f"{variant}: its validation loss equals the published run's, to the six decimals kept, at {same} of the "
         f"{len(gaps)} evaluations (largest difference {gaps[worst]:.6f}, at step {worst:,}); its final maps "
         f"differ from the published ones in {final['entries_that_differ']:.2%} of the entries, by at most "
-        f"{final['max_abs_difference']:.2g}"
+        f"{final['max_abs_difference']:.2g}."
     )
 
 
@@ -207,5 +208,5 @@ def full_account(path: Path = FULL) -> str:
     return (
         full_claims(path, ("statistic", "comparison"))
         + "\n\n"
-        + "\n".join(f"- {retrace_sentence(v, path)}." for v in variants)
+        + "\n".join(f"- {retrace_sentence(v, path)}" for v in variants)
     )
