@@ -352,7 +352,10 @@ def test_the_committed_bundles_kept_together_are_judged_again_to_the_verdicts_th
         assert [(c["id"], c["verdict"], c["expected"]) for c in judged] == [
             (c["id"], c["verdict"], c["expected"]) for c in together["judged"]
         ]
-        assert [c["measured"] for c in judged] == [pytest.approx(c["measured"], rel=1e-9) for c in together["judged"]]
+        for now, then in zip(judged, together["judged"]):  # a float as the machine that judges rounds it
+            assert now["measured"] == (
+                pytest.approx(then["measured"], rel=1e-9) if isinstance(then["measured"], float) else then["measured"]
+            ), now["id"]
 
 
 def test_a_summary_onto_a_read_only_file_system_is_2_naming_the_file(judged_run, tmp_path, tmpfs, capsys):
