@@ -161,15 +161,18 @@ def retrace(variant: str, path: Path = FULL) -> str:
             f"| {step:,} | {_pair(cells, 'validation_loss', 6)} | {_pair(cells, 'distinct_winners', 4)} "
             f"| {_pair(cells, 'mean_norm_entropy', 6)} | {maps} |"
         )
-    return retrace_sentence(variant, path) + "\n\n" + "\n".join(rows)
+    return _sentence(variant, run) + "\n\n" + "\n".join(rows)
 
 
 def retrace_sentence(variant: str, path: Path = FULL) -> str:
     """One sentence: at how many evaluations the rerun's validation loss is the published one's, and how far
     its final maps are from the published ones."""
     run, why = _run_of(variant, path)
-    if run is None:
-        return why
+    return why if run is None else _sentence(variant, run)
+
+
+def _sentence(variant: str, run: dict) -> str:
+    """retrace_sentence of a kept run."""
     stats = run["statistics"][model_key(variant, 0)]
     ours, theirs = stats["run"]["validation_loss"], stats["published_seed0"]["validation_loss"]
     gaps = {int(s): abs(ours[s] - theirs[s]) for s in theirs if s in ours}
