@@ -29,7 +29,7 @@ from flax import nnx
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from attngeom import arrays, bundles, evidence, laws
+from attngeom import arrays, bundles, evidence, laws, stats
 from attngeom.errors import InputError
 from attngeom.training.config import PRESETS, ModelConfig
 from attngeom.training.model import Attention
@@ -186,6 +186,20 @@ def test_every_reader_accepts_a_valid_output_of_each_variant(variant, data):
         read_all(Path(tmp) / "run" / "bundle", "unlisted")
 
 
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if kernel_law(v)])
+@FAST
+@given(data=st.data())
+def test_every_kernel_output_lies_within_the_room_its_float16_export_leaves(variant, data):
+    """The rule that judges the export identity (export_rounding, claim reconstruction.yat_b.float16):
+    no exported weight is further from the kernel recomputed from the exported q, k, b, eps than
+    float16 rounding and float32 arithmetic can put it, at every edge the laws allow."""
+    out = data.draw(outputs(variant))
+    run = {"best_val": 1.0, **_record(out)}
+    maps = out.attn[None]
+    model = bundles.BundleModel(variant, 0, np.zeros(T, np.int32), {0: maps}, out.q[None], out.k[None], maps, run, {})
+    assert stats.reconstruction(model)[1].max() <= 1.0
+
+
 # how -> (the array of one layer it damages, the refusal it must get)
 CORRUPTIONS = {
     "a negative weight": ("attn", r"negative attention weights"),
@@ -332,7 +346,8 @@ def test_a_kernel_row_of_mass_1e_8_is_accepted_and_judged(shape, tmp_path):
     report = json.loads((tmp_path / "report" / "report.json").read_text())
     judged = {r["id"]: r["verdict"] for r in report["claims"] if ".yat_b." in f".{r['id']}." and r["verdict"] != "SKIP"}
     assert status in (0, 1) and report["evidence"]["kind"] == "paper rerun"
-    assert {"hull.yat_b.inside", "reconstruction.yat_b", "entropy.yat_b"} <= set(judged), judged
+    assert {"hull.yat_b.inside", "reconstruction.yat_b.float16", "entropy.yat_b"} <= set(judged), judged
+    assert judged["reconstruction.yat_b.float16"] == "PASS"  # the export identity holds on the edge row too
     robust = json.loads((tmp_path / "report" / "results.json").read_text())["robustness"]
     assert (robust.get("yat_b", {}).get("windows") == {"0": W}) == (shape != "bundle")  # the windows file was read
     if shape == "rerun output":  # and the command line, as a user runs it

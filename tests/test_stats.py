@@ -259,7 +259,7 @@ def test_a_windowed_kernel_models_statistics_are_their_definitions_on_whole_rows
         and gap[1, 0, 1] == pytest.approx(0.25)
         and (gap == 0).sum() == 10
     )
-    np.testing.assert_array_equal(stats.reconstruction_gap(m), gap)
+    np.testing.assert_array_equal(stats.reconstruction(m)[0], gap)
 
     nearest = whole_winners(
         -((m.q_LHTD[..., :, None, :] - m.k_LHTD[..., None, :, :]).astype(np.float64) ** 2).sum(-1), strict

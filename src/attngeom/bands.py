@@ -163,7 +163,12 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
     entries = {e["id"]: e for e in claims}
     for cid, band in doc["claims"].items():
         one = section["claims"].get(cid, {})
-        if band.get("truncated") or one.get("kind") != "statistic" or one.get("step") != PAPER_STEPS:
+        if (
+            band.get("truncated")
+            or band.get("judged") is False
+            or one.get("kind") != "statistic"
+            or one.get("step") != PAPER_STEPS
+        ):
             continue
         how = judgement_for(entries[cid], "rerun", doc["claims"])
         values = [(PUBLISHED_BUNDLES, one["judged"])] * (one["judged"] is not None)

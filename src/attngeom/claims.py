@@ -80,6 +80,12 @@ def reconstruction_error(results: dict, model: str) -> float:
     return value(results, model, "reconstruction_max_abs")
 
 
+def reconstruction_room_share(results: dict, model: str) -> float:
+    """Largest reconstruction gap as a share of the room float16 export and float32 arithmetic leave it
+    (export_rounding): at most 1 wherever the export identity holds."""
+    return value(results, model, "reconstruction_room_share")
+
+
 def sweep_max_changed(results: dict, model: str) -> float:
     """Largest changed fraction over the scale animation's 41 scales (its one head)."""
     return value(results, model, "sweep_max_changed")

@@ -38,12 +38,15 @@ def judgement_for(entry: dict, tier: str, rerun: dict[str, dict], scope: str = "
     """The judgement of a claim in a tier, or the reason it is skipped on this evidence.
 
     A rerun band overrides the published judgement field by field (a theorem's band names only
-    its reason and `smoke`); a claim without a band is not judged on reruns. The scope applies in
+    its reason and `smoke`); a claim without a band, or whose band says `judged: false` with its
+    reason, is not judged on reruns. The scope applies in
     every tier: a tier changes the tolerances, never what the evidence can show.
     """
     if entry["tier"] == STOPPED_RUN:  # judged within its own band, in every tier
         return Judgement(entry["value"], entry["comparison"], entry["tolerance"], entry["reason"])
     band = rerun.get(entry["id"])
+    if tier == "rerun" and band is not None and band.get("judged") is False:  # a number of the published run only
+        return band["reason"]
     if entry["tier"] != "mathematics":
         if scope == "smoke" and not (band or {}).get("smoke", False):
             return "a paper-preset statistic: skipped on the smoke preset"

@@ -87,7 +87,7 @@ def model_results(model: BundleModel, measures: statistics.Measures | None = Non
         },
     }
     if model.b_LH is not None:
-        out["reconstruction_max_abs"] = float(m.reconstruction_WLH[0].max())
+        out["reconstruction_max_abs"] = float(m.reconstruction_WLH[0][0].max())
         out["per_head"]["b"] = _round(model.b_LH)
         out["per_head"]["eps"] = _round(model.eps_LH)
     return out

@@ -281,6 +281,7 @@ RERUN_JSON = Record(
                     "reason": Text(),
                     "smoke": Flag(),
                     "truncated": Flag(),
+                    "judged": Flag(),  # false: not judged on reruns, for the reason given
                     "measured": Items(  # a final-step band's full-length trajectories (`bands --final`)
                         Record(
                             {"trajectory": Text(), "value": Number(), "covered": Flag()},

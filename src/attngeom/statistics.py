@@ -122,9 +122,10 @@ class Measures:
         return stats.scale_sweep(self.model)
 
     @measured
-    def reconstruction_WLH(self) -> np.ndarray:
-        """Per head, the largest |kernel weights recomputed from q, k, b, eps - exported attn| (kernel models)."""
-        return stats.reconstruction_gap(self.model, self.score)
+    def reconstruction_WLH(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per head, the largest |kernel weights recomputed from q, k, b, eps - exported attn|, and the largest
+        such gap as a share of the room float16 export leaves it (kernel models): (W, L, H) each."""
+        return stats.reconstruction(self.model, self.score)
 
 
 @dataclass(frozen=True)
@@ -234,10 +235,17 @@ TABLE: dict[str, Statistic] = {
     "reconstruction_max_abs": Statistic(
         "kernel weights recomputed from q, k, b, eps: largest error",
         "weight",
-        lambda m: m.reconstruction_WLH.max((1, 2)),
+        lambda m: m.reconstruction_WLH[0].max((1, 2)),
         ("reconstruction_error", {}),
         needs="kernel",
         read=lambda r: r["reconstruction_max_abs"],
+    ),
+    "reconstruction_room_share": Statistic(
+        "kernel weights recomputed from q, k, b, eps: largest error as a share of the room float16 export leaves",
+        "share",
+        lambda m: m.reconstruction_WLH[1].max((1, 2)),
+        ("reconstruction_room_share", {}),
+        needs="kernel",
     ),
 }
 

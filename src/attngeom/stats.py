@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attngeom import blocks, laws
+from attngeom import blocks, export_rounding, laws
 from attngeom.bundles import BundleModel
 
 SCALES = (0.5, 0.8, 1.25, 2.0, 4.0)
@@ -232,8 +232,10 @@ def winner_share(attn_LHTT: np.ndarray, strict: bool) -> np.ndarray:
     return MapRows(attn_LHTT, strict).share
 
 
-def reconstruction_gap(model: BundleModel, score: Scorer | None = None) -> np.ndarray:
-    """Per head, largest |kernel weights recomputed from exported q, k, b, eps - exported attn|: (..., L, H).
+def reconstruction(model: BundleModel, score: Scorer | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per head, the largest |kernel weights recomputed from exported q, k, b, eps - exported attn|, and the
+    largest such gap as a share of the room float16 export and float32 arithmetic leave it
+    (export_rounding: at most 1 wherever the export identity holds): (..., L, H) each.
 
     Row band by row band (the kernel at t = 1 the scale test computed), and the rows before the
     first scorable one whole; a key a row may not attend has weight 0 in both, the exported map's
@@ -241,20 +243,26 @@ def reconstruction_gap(model: BundleModel, score: Scorer | None = None) -> np.nd
     score = score or scorer(model)
     T, strict, attn = model.attn_LHTT.shape[-1], model.strict, model.attn_LHTT
     available = laws.available_TT(T, strict)
+    export = export_rounding.Export(model.q_LHTD, model.k_LHTD)
     first = slice(0, laws.first_scorable(strict))
     bands = [(score.band(first, first)(1.0), first, first)]
     bands += [(kappa, rows, keys) for kappa, (rows, keys, _) in zip(score.at_one(strict), laws.row_bands(T, strict))]
-    gaps = []
+    gaps, shares = [], []
     for kappa, rows, keys in bands:
-        gap = laws.kernel_weights(kappa, available[rows, keys])
-        gap -= attn[..., rows, keys]  # each float16 weight is a float64 exactly
-        gaps.append(np.abs(gap, out=gap).max((-2, -1)))
-    return np.max(gaps, axis=0)
+        weights = laws.kernel_weights(kappa, available[rows, keys])
+        exported = attn[..., rows, keys]  # each float16 weight is a float64 exactly
+        part = score.band(rows, keys)
+        lo, hi = export.kappa_interval(rows, keys, part.dots, part.qq, part.kk, score.b, score.eps)
+        lo, hi = export.weight_interval(lo, hi, available[rows, keys])
+        shares.append(export_rounding.room_share(exported, weights, lo, hi).max((-2, -1)))
+        weights -= exported
+        gaps.append(np.abs(weights, out=weights).max((-2, -1)))
+    return np.max(gaps, axis=0), np.max(shares, axis=0)
 
 
 def reconstruction_error(model: BundleModel) -> float:
     """Largest |kernel weights recomputed from exported q, k, b, eps - exported attn| over all heads."""
-    return float(reconstruction_gap(model).max())
+    return float(reconstruction(model)[0].max())
 
 
 def winner_agreement(
