@@ -69,6 +69,9 @@ def test_each_final_band_measured_is_one_line_and_the_others_are_left_as_they_ar
     current["claims"]["occupancy.yat_b.final"]["truncated"] = True  # a band of truncated runs: not a final one
     doc, lines = bands.final_measured(current, _final_section([52.9]), expected.load_claims())
     assert lines == [] and doc == current
+    current["claims"]["occupancy.yat_b.final"] = {"reason": "the published run's only", "judged": False}
+    doc, lines = bands.final_measured(current, _final_section([52.9]), expected.load_claims())
+    assert lines == [] and doc == current  # a statistic not judged on reruns has no final band to check
 
 
 def test_four_full_length_trajectories_re_derive_a_final_band_that_covers_every_one():

@@ -117,6 +117,10 @@ def test_each_scope_skips_with_its_reason_what_the_evidence_cannot_show_and_a_ba
     assert judge.judgement_for(entry, "published", {}, "all") == published
     assert judge.judgement_for(entry, "rerun", {"x": BAND_FIELDS}, "all") == Judgement(7.0, "le", 0.5, "the band's")
     assert judge.judgement_for(entry, "rerun", {"x": {"reason": "b"}}, "all") == Judgement(0.12, "abs", 0.001, "b")
+    unjudged = {"x": {"reason": "the published run's own number", "judged": False, "smoke": True, "truncated": True}}
+    for scope in judge.SCOPES:  # skipped on reruns for its reason, in every scope; judged as published
+        assert judge.judgement_for(entry, "rerun", unjudged, scope) == "the published run's own number"
+    assert judge.judgement_for(entry, "published", unjudged, "all") == published
     assert judge.judgement_for(entry, "rerun", {"x": BAND_FIELDS}, "smoke") == (
         Judgement(7.0, "le", 0.5, "the band's")
         if tier == "mathematics"
