@@ -88,3 +88,11 @@ def test_half_spacing_is_how_far_rounding_to_float16_can_move_a_number():
     x16 = x32.astype(np.float16)
     assert (np.abs(x32 - x16.astype(np.float32)) <= export_rounding.half_spacing(x16)).all()
     assert export_rounding.gamma(2) == pytest.approx(2 * 2.0**-24, rel=1e-6)
+
+
+def test_the_units_of_rounding_are_float16s_float32s_and_float64s():
+    assert (export_rounding.U16, export_rounding.SUBNORMAL16) == (2.0**-11, 2.0**-25)
+    assert (export_rounding.U32, export_rounding.U64) == (2.0**-24, 2.0**-53)
+    assert export_rounding.ONE_E9 == 9.999999717180685e-10  # 1e-9 as the model's float32 holds it
+    assert export_rounding.gamma(3) == 3 * 2.0**-24 / (1 - 3 * 2.0**-24)
+    assert export_rounding.gamma(50, 2.0**-53) == 50 * 2.0**-53 / (1 - 50 * 2.0**-53)
