@@ -186,6 +186,15 @@ def test_every_reader_accepts_a_valid_output_of_each_variant(variant, data):
         read_all(Path(tmp) / "run" / "bundle", "unlisted")
 
 
+def _within_room(out: Output) -> float:
+    """The largest reconstruction gap of one output as a share of the room its float16 export leaves it."""
+    run = {"best_val": 1.0, **_record(out)}
+    maps = out.attn[None]
+    tokens_T = np.zeros(maps.shape[-1], np.int32)
+    model = bundles.BundleModel(out.variant, 0, tokens_T, {0: maps}, out.q[None], out.k[None], maps, run, {})
+    return float(stats.reconstruction(model)[1].max())
+
+
 @pytest.mark.parametrize("variant", [v for v in VARIANTS if kernel_law(v)])
 @FAST
 @given(data=st.data())
@@ -193,11 +202,18 @@ def test_every_kernel_output_lies_within_the_room_its_float16_export_leaves(vari
     """The rule that judges the export identity (export_rounding, claim reconstruction.yat_b.float16):
     no exported weight is further from the kernel recomputed from the exported q, k, b, eps than
     float16 rounding and float32 arithmetic can put it, at every edge the laws allow."""
-    out = data.draw(outputs(variant))
-    run = {"best_val": 1.0, **_record(out)}
-    maps = out.attn[None]
-    model = bundles.BundleModel(variant, 0, np.zeros(T, np.int32), {0: maps}, out.q[None], out.k[None], maps, run, {})
-    assert stats.reconstruction(model)[1].max() <= 1.0
+    assert _within_room(data.draw(outputs(variant))) <= 1.0
+
+
+@pytest.mark.parametrize("variant", ["yat_b", "goat_v"])
+@pytest.mark.parametrize("scale", [0.1, 1.0, 20.0])
+def test_the_models_exports_at_a_trained_models_sizes_lie_within_their_room(variant, scale):
+    """As above, with 8 dimensions per head and 12 positions, b and eps as trained heads learn them."""
+    rng = np.random.default_rng(1)
+    x_TC = (rng.normal(size=(12, 16)) * scale).astype(np.float32)
+    shift = (rng.normal(size=16) * scale).astype(np.float32)
+    out = model_output(variant, x_TC, 0.5, shift, np.array([0.97, 0.13]), np.array([0.69, 0.0025]))
+    assert 0 < _within_room(out) <= 1.0
 
 
 # how -> (the array of one layer it damages, the refusal it must get)

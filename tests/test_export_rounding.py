@@ -1,43 +1,44 @@
-"""export_rounding: the model's own exports lie in the interval the exported numbers fix (at the laws'
+"""export_rounding: exports lie in the interval the exported numbers fix (the model's own, at the laws'
 edges: tests/test_acceptance.py), the interval is tight, and a weight outside it is caught."""
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
-from flax import nnx
 
 from attngeom import export_rounding, laws, stats
 from attngeom.bundles import BundleModel
-from attngeom.training.config import ModelConfig
-from attngeom.training.model import Attention
 
 H, T, D = 2, 12, 8
 
 
-def attention_export(variant: str, scale: float, seed: int = 1) -> BundleModel:
-    """One layer of the model's own attention (training.model.Attention) on x of the given scale, its q, k
-    and weights rounded to float16 as telemetry exports them, with its float32 b and eps."""
-    cfg = ModelConfig(d_model=H * D, heads=H, layers=1, seq_len=T, dropout=0.0)
-    attn = Attention(variant, cfg, rngs=nnx.Rngs(seed))
-    attn.b_raw[...] = jnp.asarray([0.5, -2.0])  # b = softplus: 0.97 and 0.13
-    attn.eps_raw[...] = jnp.asarray([0.0, -6.0])  # eps: log 2 and 0.0025
-    _, probe = attn(jax.random.normal(jax.random.key(seed), (1, T, H * D)) * scale)
-    b, eps = (np.asarray(v, np.float64) for v in attn.scalars())
-    run = {"best_val": 1.0, "b_learned": [b.tolist()], "eps_learned": [eps.tolist()]}
-    q, k, maps = (np.asarray(probe[name], np.float16) for name in ("q", "k", "attn"))
-    return BundleModel(variant, 0, np.zeros(T, np.int32), {0: maps}, q, k, maps, run, {})
+def law_export(strict: bool, scale: float = 1.0, seed: int = 1) -> BundleModel:
+    """One layer of a kernel model at a trained model's sizes: float32 q and k (every other key close to its
+    query, where the kernel is most sensitive to rounding; k = q under the strict mask, as the goat variants
+    have it), the weights from the laws in float64, all rounded to float16 as telemetry
+    exports them (the model's own float32 outputs: tests/test_acceptance.py)."""
+    rng = np.random.default_rng(seed)
+    q32 = (rng.normal(size=(1, H, T, D)) * scale).astype(np.float32)
+    near = q32 + (rng.normal(size=q32.shape) * scale * 0.02).astype(np.float32)  # a key in its query's pocket
+    k32 = q32 if strict else np.where(np.arange(T)[:, None] % 2, near, rng.normal(size=q32.shape) * scale)
+    k32 = k32.astype(np.float32)
+    b, eps = np.float32([[0.97, 0.13]]), np.float32([[0.69, 0.0025]])
+    q, k = q32.astype(np.float64), k32.astype(np.float64)
+    kappa = laws.kernel(laws.dots(q, k), (q * q).sum(-1), (k * k).sum(-1), b, eps)
+    maps = laws.kernel_weights(kappa, laws.available_TT(T, strict)).astype(np.float16)
+    run = {"best_val": 1.0, "b_learned": b.tolist(), "eps_learned": eps.tolist()}
+    variant = "goat_v" if strict else "yat_b"
+    return BundleModel(
+        variant, 0, np.zeros(T, np.int32), {0: maps}, q32.astype(np.float16), k32.astype(np.float16), maps, run, {}
+    )
 
 
 def share(model: BundleModel) -> float:
     return float(stats.reconstruction(model)[1].max())
 
 
-@pytest.mark.parametrize("variant", ["yat_b", "goat_v"])
+@pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("scale", [0.1, 1.0, 20.0])
-def test_the_models_own_attention_exports_within_its_room(variant, scale):
-    """At a trained model's sizes (the laws' edges: tests/test_acceptance.py)."""
-    assert 0 < share(attention_export(variant, scale)) <= 1.0
+def test_exports_at_a_trained_models_sizes_lie_within_their_room(strict, scale):
+    assert 0 < share(law_export(strict, scale)) <= 1.0
 
 
 def _interval(model: BundleModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -52,7 +53,7 @@ def _interval(model: BundleModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def test_a_weight_just_outside_its_interval_is_caught_and_one_at_its_edge_is_not():
-    model = attention_export("yat_b", 1.0, seed=5)
+    model = law_export(False, seed=5)
     weights, lo, hi = _interval(model)
     i = (1, 9, int(weights[1, 9].argmax()))  # a row's winner
     beyond, inside = np.float16(hi[i]), np.float16(hi[i])
@@ -96,3 +97,41 @@ def test_the_units_of_rounding_are_float16s_float32s_and_float64s():
     assert export_rounding.ONE_E9 == 9.999999717180685e-10  # 1e-9 as the model's float32 holds it
     assert export_rounding.gamma(3) == 3 * 2.0**-24 / (1 - 3 * 2.0**-24)
     assert export_rounding.gamma(50, 2.0**-53) == 50 * 2.0**-53 / (1 - 50 * 2.0**-53)
+
+
+def worst_rounding_export(seed: int, push: str, sign: int, T: int = 4) -> BundleModel:
+    """An export whose float32 q and k sit at the far edge of what rounds to their float16 values, every
+    rounding error pushing the last row's weight on key 0 up (`sign` 1) or down (-1): `push` "dot", its
+    q.k up and every other key's down; "distance", key 0 in the query's pocket, the two moved toward
+    each other (or apart)."""
+    rng = np.random.default_rng(seed)
+    q16, k16 = (rng.normal(size=(2, T, D))).astype(np.float16)
+    if push == "distance":
+        k16[0] = (q16[-1] + rng.normal(size=D) * 0.01).astype(np.float16)
+    q, k = q16.astype(np.float64), k16.astype(np.float64)
+    r_q, r_k = export_rounding.half_spacing(q16), export_rounding.half_spacing(k16)
+    if push == "dot":
+        q[-1] += sign * 0.99 * r_q[-1] * np.sign(k[0])
+        k += sign * 0.99 * r_k * np.sign(q16[-1]) * np.where(np.arange(T) == 0, 1, -1)[:, None]
+    else:
+        toward = sign * np.sign(k[0] - q[-1])
+        q[-1] += 0.99 * r_q[-1] * toward
+        k[0] -= 0.99 * r_k[0] * toward
+    # a component moved down past a power of 2 meets a finer spacing there: it keeps its float16 value
+    q32, k32 = (np.where(x.astype(np.float16) == x16, x, x16).astype(np.float32) for x, x16 in ((q, q16), (k, k16)))
+    b, eps = np.float32([[0.97]]), np.float32([[0.05 if push == "dot" else 1e-4]])
+    qf, kf = q32.astype(np.float64)[None, None], k32.astype(np.float64)[None, None]
+    kappa = laws.kernel(laws.dots(qf, kf), (qf * qf).sum(-1), (kf * kf).sum(-1), b, eps)
+    maps = laws.kernel_weights(kappa, laws.available_TT(T, False)).astype(np.float16)
+    run = {"best_val": 1.0, "b_learned": b.tolist(), "eps_learned": eps.tolist()}
+    return BundleModel("yat_b", 0, np.zeros(T, np.int32), {0: maps}, q16[None, None], k16[None, None], maps, run, {})
+
+
+@pytest.mark.parametrize(
+    ("push", "sign", "reached"), [("dot", 1, 0.95), ("dot", -1, 0.95), ("distance", 1, 0.8), ("distance", -1, 0.9)]
+)
+def test_the_room_is_nearly_reached_by_the_worst_rounding_and_never_passed(push, sign, reached):
+    """The bound is tight where the rounding errors all line up: its dot-product and distance terms each,
+    above and below (measured: 0.966, 0.968, 0.819, 0.917 over these seeds)."""
+    shares = [share(worst_rounding_export(seed, push, sign)) for seed in range(100)]
+    assert reached < max(shares) <= 1.0
