@@ -14,8 +14,8 @@ it held, each exported weight lies in an interval the exported numbers fix:
 - float32 arithmetic: a sum of n terms is off by at most gamma(n) = n u / (1 - n u) (u = 2**-24) times
   the sum of their magnitudes, in any order (Higham, Accuracy and Stability of Numerical Algorithms,
   section 3.1), and every other operation by a factor within 1 +- u. This check's own float64
-  arithmetic is counted as one float32 operation more per step where it only rescales, and as
-  gamma(n) with u = 2**-53 of the magnitudes where it subtracts;
+  arithmetic (u = 2**-53) is covered by counting one float32 operation more at each step (its errors are
+  below 2**-29 of what that adds), and where it subtracts large sums, by gamma(n) of them in float64;
 - kappa increases with its numerator and decreases with its denominator; w_j increases with kappa_j
   and decreases with every other key's kappa and with the row sum's rounding: bounds on each bound w_j;
 - the export of w: |fl16(w) - w| <= 2**-11 w + 2**-25 (half a spacing, relative, or half the subnormal
@@ -38,9 +38,9 @@ U64 = 2.0**-53
 ONE_E9 = float(np.float32(1e-9))  # the row sum's floor, as float32 holds it
 
 
-def gamma(n: int, u: float = U32) -> float:
-    """The bound on the relative error of n rounded operations: n u / (1 - n u)."""
-    return n * u / (1 - n * u)
+def gamma(n: int) -> float:
+    """The bound on the relative error of n rounded float32 operations: n u / (1 - n u)."""
+    return n * U32 / (1 - n * U32)
 
 
 def half_spacing(x16: np.ndarray) -> np.ndarray:
@@ -72,26 +72,26 @@ class Export:
         b = np.asarray(b, dtype=np.float64)[..., None, None]
         eps = np.asarray(eps, dtype=np.float64)[..., None, None]
         mags = qa @ t(ka)  # bounds sum |q_i k_i|
-        # q.k + b: the export's rounding, the model's float32 sum, and this check's float64 sum
-        centre = dots + b
-        off = q @ t(rk) + rq @ t(ka) + gamma(D) * mags + gamma(D + 2, U64) * (mags + np.abs(b))
-        num_lo = np.maximum(np.abs(centre) - off, 0.0) ** 2
-        num_hi = (np.abs(centre) + off) ** 2
-        # |q - k|^2: within ||r_q + r_k|| of the exported distance; the float32 sum of |q|^2 + |k|^2 - 2 q.k
-        mag2 = (qa * qa).sum(-1)[..., :, None] + (ka * ka).sum(-1)[..., None, :] + 2 * mags
-        float64_off = gamma(D + 3, U64) * mag2
-        exported2 = np.maximum(qq[..., :, None] + kk[..., None, :] - 2 * dots, 0.0)
+        # q.k + b: the export's rounding, and the model's float32 sum (gamma(D)); one operation more covers
+        # this check's float64 sum, and the |b| beside it
+        centre = np.abs(dots + b)
+        off = q @ t(rk) + rq @ t(ka) + gamma(D + 1) * (mags + np.abs(b))
+        num_lo = np.maximum(centre - off, 0.0) ** 2
+        num_hi = (centre + off) ** 2
+        # |q - k|: within ||r_q + r_k|| of the exported distance
+        exported = np.sqrt(np.maximum(qq[..., :, None] + kk[..., None, :] - 2 * dots, 0.0))
         rho = np.sqrt((rq * rq).sum(-1)[..., :, None] + (rk * rk).sum(-1)[..., None, :] + 2 * (rq @ t(rk)))
-        rho *= 1 + gamma(D + 3, U64)
-        d_lo = np.maximum(np.sqrt(np.maximum(exported2 - float64_off, 0.0)) * (1 - U64) - rho, 0.0)
-        d_hi = np.sqrt(exported2 + float64_off) * (1 + U64) + rho
-        # the model's float32 distance is off by gamma(D + 2) of mag2 at most; one operation more covers
-        # this check's float64 squares and sums (|q - k|^2 <= mag2, component by component)
+        d_lo, d_hi = np.maximum(exported - rho, 0.0), exported + rho
+        # the model's float32 |q|^2 + |k|^2 - 2 q.k errs by gamma(D + 2) of mag2 at most (each |q_i - k_i|
+        # <= qa_i + ka_i); one operation more covers this check's float64 distance, square roots and
+        # squares, which err by less than 1e-10 of mag2 at float16's magnitudes
+        mag2 = (qa * qa).sum(-1)[..., :, None] + (ka * ka).sum(-1)[..., None, :] + 2 * mags
         den_lo = np.maximum(d_lo * d_lo - gamma(D + 3) * mag2, 0.0) + eps
         den_hi = d_hi * d_hi + gamma(D + 3) * mag2 + eps
         # + b, ^2, + eps, / (perhaps a reciprocal and a product) in float32; the float64 squares and
-        # quotient here (a quotient past float64's range is inf: weight_interval reads it as a weight <= 1)
-        with np.errstate(over="ignore"):
+        # quotient here. eps is 0 where float32's softplus underflows: a key within rounding of its query
+        # then has no upper bound, inf, which weight_interval reads as a weight of at most 1
+        with np.errstate(divide="ignore"):
             return num_lo / den_hi * (1 - gamma(8)), num_hi / den_lo * (1 + gamma(8))
 
     @staticmethod
@@ -99,17 +99,18 @@ class Export:
         """Bounds on the exported float16 weights of a band whose rows see every key they may attend,
         from bounds on kappa (`kappa_interval`); a key a row may not attend has weight 0 in both."""
         lo, hi = np.where(available, lo, 0.0), np.where(available, hi, 0.0)
-        S = available.sum(-1, keepdims=True)
-        sum_lo, sum_hi = lo.sum(-1, keepdims=True), hi.sum(-1, keepdims=True)
-        cancel = gamma(int(S.max(initial=1)) + 1, U64)
-        rest_hi = sum_hi - hi + cancel * sum_hi  # every other key's kappa, at most
-        rest_lo = np.maximum(sum_lo - lo - cancel * sum_hi, 0.0)  # and at least
-        row = gamma(int(S.max(initial=1)))  # the model's float32 row sum
-        # + 1e-9 and / in float32; the float64 sums, products and quotient here. A weight is below 1 (and a
-        # kappa too large for float64 leaves its bound at 0 or 1: fmax and fmin pass over the NaN of inf / inf)
-        with np.errstate(invalid="ignore", over="ignore"):
-            w_lo = np.fmax(lo / ((lo + rest_hi) * (1 + row) + ONE_E9) * (1 - gamma(8)), 0.0)
-            w_hi = np.fmin(hi / ((hi + rest_lo) * (1 - row) + ONE_E9) * (1 + gamma(8)), 1.0)
+        S = available.shape[-1]  # no row sums more keys
+        row = gamma(S)  # the model's float32 row sum
+        # + 1e-9 and / (perhaps a reciprocal and a product) in float32; the float64 products and quotient
+        # here, within one float32 operation more. A weight lies in [0, 1]; an unbounded kappa (inf) leaves
+        # the bounds it enters NaN (inf - inf, inf / inf), which fmax and fmin read as 0 and 1
+        with np.errstate(invalid="ignore"):
+            sum_lo, sum_hi = lo.sum(-1, keepdims=True), hi.sum(-1, keepdims=True)
+            cancel = 2 * (S + 1) * U64 * sum_hi  # this check's float64 sum and difference: gamma(S + 1), at most
+            rest_hi = sum_hi - hi + cancel  # every other key's kappa, at most
+            rest_lo = np.maximum(sum_lo - lo - cancel, 0.0)  # and at least
+            w_lo = np.fmax(lo / ((lo + rest_hi) * (1 + row) + ONE_E9) * (1 - gamma(9)), 0.0)
+            w_hi = np.fmin(hi / ((hi + rest_lo) * (1 - row) + ONE_E9) * (1 + gamma(9)), 1.0)
         return (
             np.where(available, w_lo * (1 - U16) - SUBNORMAL16, 0.0),
             np.where(available, w_hi * (1 + U16) + SUBNORMAL16, 0.0),
