@@ -45,7 +45,7 @@ def judgement_for(entry: dict, tier: str, rerun: dict[str, dict], scope: str = "
     if entry["tier"] == STOPPED_RUN:  # judged within its own band, in every tier
         return Judgement(entry["value"], entry["comparison"], entry["tolerance"], entry["reason"])
     band = rerun.get(entry["id"])
-    if tier == "rerun" and band is not None and band.get("judged") is False:  # a number of the published run only
+    if tier != "published" and band is not None and band.get("judged") is False:  # a number of the published run only
         return band["reason"]
     if entry["tier"] != "mathematics":
         if scope == "smoke" and not (band or {}).get("smoke", False):
