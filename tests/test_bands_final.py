@@ -64,6 +64,7 @@ def test_each_final_band_measured_is_one_line_and_the_others_are_left_as_they_ar
         f"t1 59.5 OUTSIDE ({kept.format(3)})",
     ]
     assert doc["claims"]["entropy.yat_b"]["measured"] == []
+    assert doc["claims"]["entropy.yat_b"]["reason"].endswith(f"{bands.CHECKED}none yet")
     for other in ("entropy.softmax", "occupancy.softmax.final"):  # another step; not a statistic
         assert doc["claims"][other] == current["claims"][other]
     current["claims"]["occupancy.yat_b.final"]["truncated"] = True  # a band of truncated runs: not a final one
