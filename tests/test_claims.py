@@ -82,6 +82,7 @@ def _model(**fields) -> dict:
         "keys_inside_hull": 2,
         "keys_total": 3072,
         "reconstruction_max_abs": 0.00025,
+        "reconstruction_room_share": 0.625,
         "scale_sweep": {"changed": [0.0, 0.25, 0.125]},
         "census_head": {"distinct_by_step": {"0": 40, "11999": 30}},
         **_setup(),
@@ -114,6 +115,7 @@ def test_each_per_model_claim_reads_its_own_field_of_the_model_it_names():
     assert claims.keys_inside_hull(results, "yat_b") == 0
     assert claims.keys_total(results, "softmax") == 3072
     assert claims.reconstruction_error(results, "softmax") == 0.00025
+    assert claims.reconstruction_room_share(results, "softmax") == 0.625
     assert claims.sweep_max_changed(results, "softmax") == 0.25  # the largest, neither the first nor the last
 
 

@@ -260,6 +260,8 @@ def test_a_windowed_kernel_models_statistics_are_their_definitions_on_whole_rows
         and (gap == 0).sum() == 10
     )
     np.testing.assert_array_equal(stats.reconstruction(m)[0], gap)
+    share = stats.reconstruction(m)[1]  # of the room float16 export leaves each gap (export_rounding)
+    assert share.shape == gap.shape and (share[gap == 0] == 0).all() and (share[gap > 0] > 1).all()
 
     nearest = whole_winners(
         -((m.q_LHTD[..., :, None, :] - m.k_LHTD[..., None, :, :]).astype(np.float64) ** 2).sum(-1), strict
