@@ -242,6 +242,36 @@ def test_an_interrupted_verification_leaves_the_run_incomplete_and_resume_judges
     assert (out / runs.TRAIN_LOG).read_text() == log  # judged again, not trained again
 
 
+def test_a_time_limited_run_whose_judging_failed_resumes_to_the_whole_schedule(
+    smoke_run, tmp_path, monkeypatch, capsys
+):
+    """A time limit sets no plan: when judging the part it reached fails, `--resume` trains on to the end
+    (it used to judge that part again, in a segment of no steps, and leave the run stopped there)."""
+    restore_device_settings(monkeypatch)
+    out = tmp_path / "cut"
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as m:
+        m.setattr(rerun, "run_verify", interrupted)
+        opts = ["rerun", "--preset", "smoke", "--variants", "softmax", "--quiet"]
+        assert cli.main([*opts, "--time-limit", "0.001", "--out", str(out)]) == 130
+    first = train.chunk_plan(config.PRESETS["smoke"])[0][1]
+    cut = json.loads((out / runs.MANIFEST).read_text())
+    assert (cut["completed"], cut["stopped_after"], cut["stopped_by"]) == (False, first - 1, "time limit")
+    capsys.readouterr()
+    assert cli.main(["rerun", "--resume", str(out), "--quiet"]) == 0
+    assert f"softmax seed 0: resuming after step {first}" in capsys.readouterr().out
+    whole = runs.require_complete(out)
+    assert whole["stopped_after"] is None and whole["stopped_by"] is None
+    assert [(s["from_steps"], s["to_steps"]) for s in whole["segments"]] == [
+        ({"softmax_s0": 0}, {"softmax_s0": first}),
+        ({"softmax_s0": first}, {"softmax_s0": config.PRESETS["smoke"].steps}),
+    ]
+    same_as_the_whole_run(smoke_run, out, ("softmax",), 0)
+
+
 @pytest.fixture(scope="module")
 def interrupted_run(tmp_path_factory) -> Path:
     """A smoke run of softmax interrupted after its checkpoint at step 20."""

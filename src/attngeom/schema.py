@@ -346,6 +346,7 @@ MANIFEST_JSON = Record(
         ),
         "files": Record(other=Text(64), max_len=100_000),
         "stopped_after": Maybe(_STEP),
+        "stopped_by": Maybe(Text(32)),  # training.rerun.TIME_LIMIT, or none: the stop was the plan
         "windows": Maybe(Number(1, 4096, integer=True)),  # `--windows`: 1 to rerun.MAX_WINDOWS (256)
         "preflight": Maybe(Record({"verdict": Text(16), "steps": Maybe(_STEP)})),
         "trajectory": Record(),  # training.trajectory.stamp: compared whole on --resume

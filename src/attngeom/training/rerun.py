@@ -38,6 +38,8 @@ from attngeom.training.device_probe import check_device
 from attngeom.variants import BUNDLES, model_key
 
 MAX_WINDOWS = 256
+TIME_LIMIT = "time limit"
+"""The manifest's `stopped_by` when `--time-limit` set the stop (a user's `--stop-after` leaves it out)."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,9 @@ def train_bundles(
                 for folder, member in zip(folders, members):
                     train_cfg = asdict(replace(cfg, member=member))
                     folder.update(
-                        config={**folder.manifest["config"], "train": train_cfg}, stopped_after=cfg.stop_after
+                        config={**folder.manifest["config"], "train": train_cfg},
+                        stopped_after=cfg.stop_after,
+                        stopped_by=TIME_LIMIT,
                     )
             for i, (folder, result) in enumerate(zip(folders, trained)):
                 write_model(folder.path / bundle, result)
@@ -153,7 +157,8 @@ def resume_run(path: Path, mode: str = "alone") -> tuple[runs.RunFolder, Plan]:
     """The run at `path` reopened to continue, and its plan; its log cut to the checkpoints.
 
     An unfinished run continues as it was planned; a finished run stopped early is carried on to
-    the full schedule. Nothing is written (but a killed writer's leftovers removed) before every
+    the full schedule, and so is a run whose every model reached the stop a time limit set (the time
+    limit is no plan: judging the part reached is only the segment's record). Nothing is written (but a killed writer's leftovers removed) before every
     checkpoint is read whole and found to be of this run and of this trajectory: the run's stamp and
     each checkpoint's must be the present one (`training.trajectory`), and no checkpoint may lie past
     the step the run stopped after. Else one InputError naming what differs.
@@ -161,7 +166,7 @@ def resume_run(path: Path, mode: str = "alone") -> tuple[runs.RunFolder, Plan]:
     folder = runs.RunFolder.reopen(path)
     try:
         plan = Plan.from_manifest(folder.manifest["config"], folder.path)
-        carry_on = folder.manifest["completed"] is True
+        judged = folder.manifest["completed"] is True
         present = trajectory.stamp(plan.cfg, plan.preset, mode)
         differs = trajectory.mismatch(folder.manifest.get("trajectory"), present)
         if differs:
@@ -169,7 +174,9 @@ def resume_run(path: Path, mode: str = "alone") -> tuple[runs.RunFolder, Plan]:
         done = {}
         for s in plan.seeds:
             for v in plan.variants:
-                done[(v, s)] = _checkpoint_of_this_run(folder.path, v, s, plan, present, carry_on)
+                done[(v, s)] = _checkpoint_of_this_run(folder.path, v, s, plan, present, judged)
+        timed_out = folder.manifest.get("stopped_by") == TIME_LIMIT
+        carry_on = judged or (timed_out and all(step == plan.cfg.steps_done() for step in done.values()))
         if carry_on:
             plan = replace(plan, cfg=replace(plan.cfg, stop_after=None))
     except BaseException:
@@ -177,7 +184,7 @@ def resume_run(path: Path, mode: str = "alone") -> tuple[runs.RunFolder, Plan]:
         raise
     folder.restart()
     if carry_on:
-        folder.update(config=plan.manifest_config(), stopped_after=None)
+        folder.update(config=plan.manifest_config(), stopped_after=None, stopped_by=None)
     folder.trim_log(done)
     for (variant, s), step in done.items():
         if step:
