@@ -22,6 +22,11 @@ from attngeom.variants import BUNDLES, PUBLISHED
 REPO = Path(__file__).resolve().parents[1]
 
 
+def ctrl_c(*args, **kwargs):
+    """A stand-in for a stage the user interrupts."""
+    raise KeyboardInterrupt
+
+
 def test_preset_names_match_the_presets():
     assert config.PRESET_NAMES == tuple(config.PRESETS)
 
@@ -98,10 +103,7 @@ def test_rerun_bundles_have_the_original_format(smoke_run, published_root):
 def test_an_interrupted_rerun_stays_incomplete_and_is_not_written_over(tmp_path, monkeypatch, capsys):
     restore_device_settings(monkeypatch)
 
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(train, "train_variant", interrupted)
+    monkeypatch.setattr(train, "train_variant", ctrl_c)
     out = tmp_path / "run"
     assert cli.main(["rerun", "--preset", "smoke", "--out", str(out), "--quiet"]) == 130
     manifest = json.loads((out / runs.MANIFEST).read_text())
@@ -222,11 +224,8 @@ def test_an_interrupted_verification_leaves_the_run_incomplete_and_resume_judges
     restore_device_settings(monkeypatch)
     out = tmp_path / "run"
 
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
     with monkeypatch.context() as m:
-        m.setattr(rerun, "run_verify", interrupted)
+        m.setattr(rerun, "run_verify", ctrl_c)
         opts = ["rerun", "--preset", "smoke", "--variants", "softmax", "--windows", "2", "--quiet"]
         assert cli.main([*opts, "--out", str(out)]) == 130
     manifest = json.loads((out / runs.MANIFEST).read_text())
@@ -250,11 +249,8 @@ def test_a_time_limited_run_whose_judging_failed_resumes_to_the_whole_schedule(
     restore_device_settings(monkeypatch)
     out = tmp_path / "cut"
 
-    def interrupted(*args, **kwargs):
-        raise KeyboardInterrupt
-
     with monkeypatch.context() as m:
-        m.setattr(rerun, "run_verify", interrupted)
+        m.setattr(rerun, "run_verify", ctrl_c)
         opts = ["rerun", "--preset", "smoke", "--variants", "softmax", "--quiet"]
         assert cli.main([*opts, "--time-limit", "0.001", "--out", str(out)]) == 130
     first = train.chunk_plan(config.PRESETS["smoke"])[0][1]
