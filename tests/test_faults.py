@@ -54,8 +54,9 @@ def signalled(args: list, cwd: Path, delay: float, sig: int, **extra: str) -> tu
     """Run the command (`extra`: more environment) and send `sig` to its process group after `delay` s, as a
     terminal's Ctrl-C does.
 
-    Returns the exit status (None: it ended before the signal reached it), stderr, and the seconds
-    from the signal to the end.
+    Returns the exit status (None: it ended before the signal reached it, or the signal caught it in its
+    interpreter's exit, its work done, where no handler runs: its own status and no line), stderr, and
+    the seconds from the signal to the end.
     """
     proc = subprocess.Popen(
         command(*args),
@@ -78,7 +79,8 @@ def signalled(args: list, cwd: Path, delay: float, sig: int, **extra: str) -> tu
             os.killpg(proc.pid, sig)
     sent = time.monotonic()
     _, err = proc.communicate(timeout=120)
-    return (proc.returncode if live else None), err, time.monotonic() - sent
+    exiting = sig != signal.SIGKILL and proc.returncode in (0, 1) and "interrupted" not in err
+    return (proc.returncode if live and not exiting else None), err, time.monotonic() - sent
 
 
 def _earlier(delay: float) -> float:
