@@ -31,7 +31,7 @@ def test_a_final_band_lists_each_full_length_trajectory_and_whether_it_covers_it
         {"trajectory": "t1", "value": 59.0, "covered": True},  # 54 + 5: the band's edge, binary-exact, inside
     ]
     assert band["tolerance"] == _current()["claims"]["occupancy.yat_b.final"]["tolerance"] == 5.0  # 3 of 4: kept
-    assert "kept: 3 of the 4" in next(line for line in lines if line.startswith("occupancy.yat_b.final"))
+    assert "kept: 3 of the 4" in lines["occupancy.yat_b.final"]
     assert band["reason"] == (  # the reason in force, then every trajectory checked: a second --final rewrites the end
         _current()["claims"]["occupancy.yat_b.final"]["reason"].split(bands.CHECKED)[0]
         + bands.CHECKED
@@ -58,7 +58,7 @@ def test_each_final_band_measured_is_one_line_and_the_others_are_left_as_they_ar
     doc, lines = bands.final_measured(current, section, expected.load_claims())
     assert current == _current()  # the document read is not changed: the new one is a copy
     kept = "kept: {} of the 4 full-length trajectories a band is derived from"
-    assert lines == [  # in the order of rerun.json
+    assert list(lines.values()) == [  # in the order of rerun.json
         f"{'entropy.yat_b':28} abs 0.03: none measured ({kept.format(0)})",
         f"{'occupancy.yat_b.final':28} abs 5.0: the published bundles 53.9583 inside; t0 52.9 inside; "
         f"t1 59.5 OUTSIDE ({kept.format(3)})",
@@ -69,17 +69,17 @@ def test_each_final_band_measured_is_one_line_and_the_others_are_left_as_they_ar
         assert doc["claims"][other] == current["claims"][other]
     current["claims"]["occupancy.yat_b.final"]["truncated"] = True  # a band of truncated runs: not a final one
     doc, lines = bands.final_measured(current, _final_section([52.9]), expected.load_claims())
-    assert lines == [] and doc == current
+    assert lines == {} and doc == current
     current["claims"]["occupancy.yat_b.final"] = {"reason": "the published run's only", "judged": False}
     doc, lines = bands.final_measured(current, _final_section([52.9]), expected.load_claims())
-    assert lines == [] and doc == current  # a statistic not judged on reruns has no final band to check
+    assert lines == {} and doc == current  # a statistic not judged on reruns has no final band to check
 
 
 def test_four_full_length_trajectories_re_derive_a_final_band_that_covers_every_one():
     values = [53.5, 54.4, 53.1]  # and the published bundles' 53.9583: four
     doc, lines = bands.final_measured(_current(), _final_section(values), expected.load_claims())
     band = doc["claims"]["occupancy.yat_b.final"]
-    assert lines[0].endswith(" inside (re-derived)"), lines
+    assert lines["occupancy.yat_b.final"].endswith(" inside (re-derived)"), lines
     how = judge.Judgement(54, "abs", band["tolerance"], band["reason"])
     assert band["tolerance"] == bands.tolerance(
         [53.9583, *values], 54, ensemble.spread([53.9583, *values], None)["std"]
@@ -157,3 +157,28 @@ def test_bands_reads_each_file_through_its_schema(tmp_path, monkeypatch, capsys)
         capsys.readouterr()
         assert cli.main(["bands", *command]) == 2, command
         assert capsys.readouterr().err.startswith(f"error: {copied / 'rerun.json'}: "), command
+
+
+def test_bands_final_exits_on_what_its_report_measures_not_on_a_band_it_leaves_as_it_was(tmp_path, monkeypatch, capsys):
+    """A band the report does not measure keeps its `measured`, an OUTSIDE included; the exit status is
+    about the trajectories this report measured (all inside here), so it is 0."""
+    import shutil
+
+    folder = tmp_path / "expected"
+    shutil.copytree(expected.EXPECTED_DIR, folder, ignore=shutil.ignore_patterns("measured"))
+    doc = json.loads((folder / "rerun.json").read_text())
+    doc["claims"]["sweep.yat_b.max"]["measured"] = [{"trajectory": "far", "value": 0.01, "covered": False}]
+    (folder / "rerun.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(expected, "EXPECTED_DIR", folder)
+    report_json, out = tmp_path / "report.json", tmp_path / "rerun.json"
+    report_json.write_text(
+        json.dumps(_report_base() | {"trajectories": {"sources": [], "trajectories": []} | _final_section([52.9])})
+    )
+    assert cli.main(["bands", "--final", str(report_json), "--write", str(out)]) == 0
+    written = schema.read_json(out, schema.RERUN_JSON)["claims"]
+    assert written["sweep.yat_b.max"]["measured"] == doc["claims"]["sweep.yat_b.max"]["measured"]
+    assert "OUTSIDE" not in capsys.readouterr().out
+    report_json.write_text(
+        json.dumps(_report_base() | {"trajectories": {"sources": [], "trajectories": []} | _final_section([60.5])})
+    )
+    assert cli.main(["bands", "--final", str(report_json)]) == 1

@@ -153,13 +153,14 @@ def checked(measured: list[dict]) -> str:
     return "; ".join(f"{m['trajectory']} {m['value']:g} {'inside' if m['covered'] else 'OUTSIDE'}" for m in measured)
 
 
-def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[dict, list[str]]:
+def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[dict, dict[str, str]]:
     """rerun.json with each final-step band's `measured`: every full-length trajectory measured of its
     claim's model, as the published bundles' report shows them (report.json's `trajectories`): the
     published bundles first, then the others, each with its value and whether the band covers it
     (`judge.passes`), named again at the end of its reason (after CHECKED). A band of `abs` with MIN_MEMBERS full-length trajectories or more is re-derived by
-    the rule of `tolerance`, centred on its value; before that it is kept. Also one line per band."""
-    doc, lines = copy.deepcopy(rerun_doc), []
+    the rule of `tolerance`, centred on its value; before that it is kept. Also one line per band the
+    section measures, by claim id (a band it does not measure keeps what it had)."""
+    doc, lines = copy.deepcopy(rerun_doc), {}
     entries = {e["id"]: e for e in claims}
     for cid, band in doc["claims"].items():
         one = section["claims"].get(cid, {})
@@ -188,22 +189,23 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
         band["measured"] = [{"trajectory": t, "value": v, "covered": passes(v, how)} for t, v in values]
         shown_values = checked(band["measured"])
         band["reason"] = f"{band['reason'].split(CHECKED)[0]}{CHECKED}{shown_values or 'none yet'}"
-        lines.append(f"{cid:28} {how.comparison} {how.tolerance}: {shown_values or 'none measured'} ({kept})")
+        lines[cid] = f"{cid:28} {how.comparison} {how.tolerance}: {shown_values or 'none measured'} ({kept})"
     return doc, lines
 
 
 def run_final(args: argparse.Namespace) -> int:
-    """`bands --final REPORT_JSON`: each final-step band beside the full-length trajectories; 1 when one lies outside."""
+    """`bands --final REPORT_JSON`: each final-step band beside the full-length trajectories; 1 when one the
+    report measures lies outside."""
     section = schema.read_json(args.final, schema.REPORT_JSON).get("trajectories")
     if section is None:
         raise InputError(f"{shown(args.final)}: no `trajectories` section (a report of this version's verify)")
     current = schema.read_json(expected.EXPECTED_DIR / "rerun.json", schema.RERUN_JSON)
     new, lines = final_measured(current, section, expected.load_claims())
-    print("\n".join(lines))
+    print("\n".join(lines.values()))
     if args.write:
         write_json_atomic(args.write, new)
         print(f"written: {shown(args.write)}")
-    return 1 if any(not m["covered"] for b in new["claims"].values() for m in b.get("measured", [])) else 0
+    return 1 if any(not m["covered"] for cid in lines for m in new["claims"][cid]["measured"]) else 0
 
 
 def run_bands(args: argparse.Namespace) -> int:
