@@ -240,3 +240,26 @@ def test_the_report_json_written_is_valid_against_its_schema_with_its_trajectori
     report.write_report(tmp_path, doc, {"models": {}})
     with pytest.raises(InputError, match=r"trajectories\.claims\.inversion\.steps\[0\]\.measured\.softmax"):
         schema.read_json(tmp_path / "report.json", schema.REPORT_JSON)
+
+
+def test_a_comparison_counts_the_trajectories_its_pairings_used_not_those_that_lack_its_statistic():
+    """At the end two yat_b trajectories are measured, but only one has a census (the other, like the
+    author's telemetry reruns, has maps and no keys): the census comparison pairs that one alone."""
+    from attngeom import expected, trajectories
+    from attngeom.trajectories import Trajectory
+
+    claims = [e for e in expected.load_claims() if e["id"] == "census.kernel_fewer"]
+    winners = {"distinct_winners": {"0": 30.0, "11999": 53.0}}
+    runs = [
+        Trajectory("s", "softmax", 12000, {**winners, "final": {"census_distinct_final": 73}}),
+        Trajectory("y0", "yat_b", 12000, {**winners, "final": {"census_distinct_final": 45}}),
+        Trajectory("y1", "yat_b", 12000, winners),
+    ]
+    rows = [{**_row(e["id"], "PASS"), "claim": e["claim"], "measured_value": True} for e in claims]
+    doc = _doc(rows)
+    doc["trajectories"] = trajectories.section(claims, rows, runs, ["expected/measured/x.json"], expected.load_rerun())
+    census = doc["trajectories"]["claims"]["census.kernel_fewer"]["steps"][0]
+    assert census["measured"] == {"yat_b": 2, "softmax": 1} and census["pairings"] == 1
+    md = report.markdown(doc, {"models": {}})
+    line = next(line for line in md.splitlines() if line.startswith("- `census.kernel_fewer`"))
+    assert "holds on every one of 1 pairings (yat\\_b (1): census distinct final 45; softmax (1):" in line

@@ -288,7 +288,7 @@ def comparison_text(one: dict) -> str:
             parts.append(f"{at}: no pairing of trajectories measured (trajectories there: {counts})")
             continue
         ranges = "; ".join(
-            f"{m} ({row['measured'][m]}): "
+            f"{m} ({max(r['n'] for r in by_key.values())}): "  # the trajectories its pairings used
             + ", ".join(
                 f"{(TABLE[k].per_step or k).replace('_', ' ')} {fmt(r['min'])}"
                 + ("" if r["min"] == r["max"] else f" to {fmt(r['max'])}")
