@@ -134,3 +134,20 @@ def test_the_readme_account_is_every_claim_then_one_sentence_per_run(kept, tmp_p
     )
     assert text.splitlines()[-1].startswith("- yat_b: ") and text.endswith(".")
     assert docs_full.full_account(tmp_path / "none.json").startswith("No full-length rerun is kept yet")
+
+
+def test_the_sweeps_head_is_shown_beside_every_head_of_the_published_and_the_kept_models(kept, tmp_path):
+    """The claim reads one head by position; the figure gives that head's value (the claim's, as verify
+    measures it) beside the spread over all 24 heads, for the published bundles and each kept rerun."""
+    published = next(c["measured"] for c in docs_full.published_report()["claims"] if c["id"] == "sweep.yat_b.max")
+    table = docs_full.sweep_heads("yat_b", kept).splitlines()
+    assert table[0].startswith("| yat_b, final model | the sweep's head (layer 1, head 1) | ")
+    assert table[0].endswith("| heads inside the rerun band 0.25 ± 0.08 |")
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in table[2:]}
+    assert set(rows) == {"the published bundles", "yat_b (rerun)"}, "softmax has no sweep of its own to show"
+    assert rows["yat_b (rerun)"] == rows["the published bundles"], "the fixture's yat_b run is the published model"
+    head, spread, inside = rows["the published bundles"]
+    low, mid, high = spread.split(", ")
+    assert float(head) == pytest.approx(float(published), abs=5e-4) and float(low) <= float(head) <= float(high)
+    assert float(low) < float(mid) < float(high) and inside.endswith(" of 24 |") and 1 <= int(inside.split()[0]) < 24
+    assert docs_full.sweep_heads("yat_b", tmp_path / "none.json").startswith("No full-length rerun is kept yet")

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attngeom import bands, expected, schema
+import numpy as np
+
+from attngeom import bands, expected, schema, stats
+from attngeom.bundles import BundleModel, load_models
 from attngeom.docs_figures import MEASURED, published_report, relative
-from attngeom.judge import describe, judgement_for
+from attngeom.files import REPO
+from attngeom.judge import describe, judgement_for, passes
 from attngeom.statistics import checkpoint_labels
 from attngeom.variants import model_key, model_of
 
@@ -198,6 +202,43 @@ def final_bands() -> str:
         if "measured" in band:
             how = describe(judgement_for(entry, "rerun", rerun))
             rows.append(f"| `{entry['id']}` | {how} | {bands.checked(band['measured'])} |")
+    return "\n".join(rows)
+
+
+def _heads_row(who: str, model: BundleModel, how) -> str:
+    """One model's row of sweep_heads: its sweep head's largest change, every head's spread, how many inside."""
+    L, H = model.q_LHTD.shape[:2]
+    largest_LH = np.array([[stats.scale_sweep(model, (layer, head)).max() for head in range(H)] for layer in range(L)])
+    low, mid, high = np.quantile(largest_LH, [0, 0.5, 1])
+    inside = sum(passes(float(v), how) for v in largest_LH.flat)
+    return (
+        f"| {who} | {largest_LH[stats.SWEEP_HEAD]:.3f} | {low:.3f}, {mid:.3f}, {high:.3f} "
+        f"| {inside} of {largest_LH.size} |"
+    )
+
+
+def sweep_heads(variant: str, path: Path = FULL) -> str:
+    """The scale sweep's largest re-elected share (`sweep.<variant>.max`) on every head of the final model,
+    the published bundles' and each kept full-length rerun's: the claim reads one head, by position, and
+    its band is judged against the spread the other heads of the same models show."""
+    doc = _kept(path)
+    if doc is None or "together" not in doc:
+        return _none_yet(path)
+    from attngeom import fetch
+
+    entry = next(e for e in expected.load_claims() if e["id"] == f"sweep.{variant}.max")
+    how = judgement_for(entry, "rerun", expected.load_rerun())
+    layer, head = stats.SWEEP_HEAD
+    rows = [
+        f"| {variant}, final model | the sweep's head (layer {layer + 1}, head {head + 1}) | every head: smallest, "
+        f"median, largest | heads inside the rerun band {describe(how)} |",
+        "|---|---|---|---|",
+        _heads_row("the published bundles", load_models(fetch.fetch_bundles(), (variant,))[variant], how),
+    ]
+    kept = REPO / doc["together"]["bundles"]
+    for name, run in doc["runs"].items():
+        if model_key(variant, 0) in run["statistics"]:
+            rows.append(_heads_row(f"{name} (rerun)", load_models(kept / name, (variant,))[variant], how))
     return "\n".join(rows)
 
 
