@@ -17,7 +17,7 @@ from attngeom import bands, expected, schema, stats
 from attngeom.bundles import BundleModel, load_models
 from attngeom.docs_figures import MEASURED, published_report, relative
 from attngeom.files import REPO
-from attngeom.judge import describe, judgement_for, passes
+from attngeom.judge import Judgement, describe, judgement_for, passes
 from attngeom.statistics import checkpoint_labels
 from attngeom.variants import model_key, model_of
 
@@ -205,7 +205,7 @@ def final_bands() -> str:
     return "\n".join(rows)
 
 
-def _heads_row(who: str, model: BundleModel, how) -> str:
+def _heads_row(who: str, model: BundleModel, how: Judgement) -> str:
     """One model's row of sweep_heads: its sweep head's largest change, every head's spread, how many inside."""
     L, H = model.q_LHTD.shape[:2]
     largest_LH = np.array([[stats.scale_sweep(model, (layer, head)).max() for head in range(H)] for layer in range(L)])
