@@ -207,8 +207,7 @@ def final_bands() -> str:
 
 def _heads_row(who: str, model: BundleModel, how: Judgement) -> str:
     """One model's row of sweep_heads: its sweep head's largest change, every head's spread, how many inside."""
-    L, H = model.q_LHTD.shape[:2]
-    largest_LH = np.array([[stats.scale_sweep(model, (layer, head)).max() for head in range(H)] for layer in range(L)])
+    largest_LH = stats.scale_sweep(model, head=None).max(0)  # every head at once: (S, L, H) -> (L, H)
     low, mid, high = np.quantile(largest_LH, [0, 0.5, 1])
     inside = sum(passes(float(v), how) for v in largest_LH.flat)
     return (

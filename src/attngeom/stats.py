@@ -151,8 +151,8 @@ def sweep_changed_rows(model: BundleModel, head=SWEEP_HEAD, scales=SWEEP_SCALES)
     return changed_winners(model, scales, float(scales[np.argmin(np.abs(np.log(scales)))]), head)
 
 
-def scale_sweep(model: BundleModel, head=SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
-    """The sweep's changed fraction per scale: (S,)."""
+def scale_sweep(model: BundleModel, head: tuple[int, int] | None = SWEEP_HEAD, scales=SWEEP_SCALES) -> np.ndarray:
+    """The sweep's changed fraction per scale: (S,) on one head, (S, ..., L, H) on every head (`head` None)."""
     return sweep_changed_rows(model, head, scales).mean(-1)
 
 
