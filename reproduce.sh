@@ -116,14 +116,14 @@ use_system_python() {  # sets python to ATTNGEOM_SYSTEM_PYTHON, once it runs and
   "$python" -c 'import sys
 if sys.path and sys.path[0] == "":
     del sys.path[0]
-from attngeom.environment import require
+from attngeom.base.environment import require
 require(sys.argv[1])' "$1" || status=$?
   [ "$status" = 0 ] || { [ "$status" = 2 ] && exit 2; die "ATTNGEOM_SYSTEM_PYTHON=$python: the check of its modules failed (status $status)"; }
 }
 
 export PYTHONPATH="$here/src${PYTHONPATH:+:$PYTHONPATH}"
 if [ -n "${ATTNGEOM_SYSTEM_PYTHON:-}" ]; then
-  case "${1:-}" in  # the command's name as attngeom.environment.NEEDS has it
+  case "${1:-}" in  # the command's name as attngeom.base.environment.NEEDS has it
     bench) command="bench-${2:-}" ;;
     ""|-*) command=verify ;;
     *) command="$1" ;;

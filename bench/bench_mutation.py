@@ -42,9 +42,9 @@ import tomllib
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from attngeom.base.errors import InputError  # noqa: E402
+from attngeom.base.files import git_commit, write_json_atomic  # noqa: E402
 from attngeom.cli import Parser, entry  # noqa: E402
-from attngeom.errors import InputError  # noqa: E402
-from attngeom.files import git_commit, write_json_atomic  # noqa: E402
 
 RECORD = REPO / "bench" / "results" / "mutation.json"
 WORK = REPO / ".mutation"

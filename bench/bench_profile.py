@@ -36,11 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from measured import write_figures  # bench/, beside this script
 
+from attngeom.base import train_config
+from attngeom.base.files import output_file
+from attngeom.base.variants import TRAINABLE
 from attngeom.cli import Parser, entry
-from attngeom.files import output_file
-from attngeom.options import integer, variants_option
-from attngeom.training import config, data, train
-from attngeom.variants import TRAINABLE
+from attngeom.commands.options import integer, variants_option
+from attngeom.training import data, train
 
 RANDOM_BITS = ("_bernoulli", "_uniform", "random_bits", "threefry")
 """Parts of the op_name of an instruction that draws the dropout's random bits."""
@@ -101,7 +102,7 @@ def shares(times: dict[str, float], sources: dict[str, str]) -> dict[str, float]
     return out
 
 
-def profile(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: int) -> dict:
+def profile(variant: str, cfg: train_config.TrainConfig, corpus: data.Corpus, steps: int) -> dict:
     """One chunk of `steps` harness steps, compiled and run once, then traced: wall seconds per step, the
     operations' own seconds per step (summed over the threads that ran them), the share of each class,
     and the share of operations whose instruction the compiled module's text does not name."""
@@ -137,7 +138,7 @@ def main() -> int:
     parser.add_argument("--json", type=output_file, metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     preset = "smoke" if args.quick else "paper"
-    cfg, corpus = config.PRESETS[preset], data.load_corpus()
+    cfg, corpus = train_config.PRESETS[preset], data.load_corpus()
     device = jax.devices()[0]
     print(f"device: {device.platform} ({device.device_kind}); preset {preset}; {args.steps} steps traced")
     figures = {}

@@ -36,16 +36,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from measured import write_figures  # bench/, beside this script
 
-from attngeom import options, schema
+from attngeom.base import schema, train_config
+from attngeom.base.files import output_file
+from attngeom.base.variants import variant as variant_spec
 from attngeom.cli import Parser, entry
-from attngeom.files import output_file
-from attngeom.training import config, data, together, train
+from attngeom.commands import options
+from attngeom.training import data, together, train
 from attngeom.training.fidelity import LOSS_RTOL
 from attngeom.training.model import build
-from attngeom.variants import variant as variant_spec
 
 
-def baseline(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
+def baseline(variant: str, cfg: train_config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
     """Per-step nnx.jit loop: (losses of the first run, steps/s of each run)."""
 
     @nnx.jit
@@ -70,7 +71,7 @@ def baseline(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: 
     return losses, rates
 
 
-def harness(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
+def harness(variant: str, cfg: train_config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int):
     """The harness's chunked steps: (losses of the first run, steps/s of each run)."""
     graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
     run_chunk = train.make_chunk(train.make_step(graphdef, tx))
@@ -90,7 +91,7 @@ def harness(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: i
     return losses, rates
 
 
-def step_matmuls(variant: str, cfg: config.TrainConfig) -> list[tuple[tuple[int, ...], tuple[int, ...], int]]:
+def step_matmuls(variant: str, cfg: train_config.TrainConfig) -> list[tuple[tuple[int, ...], tuple[int, ...], int]]:
     """The float32 matrix products of one training step with their shapes and counts: each linear layer's
     forward product and its two backward ones (the input's gradient, the weights'), and each layer's
     attention products (scores and mix, forward, and the four of their backward pass)."""
@@ -107,7 +108,7 @@ def step_matmuls(variant: str, cfg: config.TrainConfig) -> list[tuple[tuple[int,
     return products
 
 
-def matmul_time(variant: str, cfg: config.TrainConfig, repeats: int) -> tuple[float, float]:
+def matmul_time(variant: str, cfg: train_config.TrainConfig, repeats: int) -> tuple[float, float]:
     """The step's own products (`step_matmuls`) timed alone, compiled as the step compiles them (float32 at
     the highest precision): (seconds per step, their float32 operations per step)."""
     seconds, flops = 0.0, 0.0
@@ -127,7 +128,7 @@ def matmul_time(variant: str, cfg: config.TrainConfig, repeats: int) -> tuple[fl
     return seconds, float(flops)
 
 
-def members(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int, k: int):
+def members(variant: str, cfg: train_config.TrainConfig, corpus: data.Corpus, steps: int, repeats: int, k: int):
     """K members one after another and K together: (each member's first loss, member-steps/s of each run), by mode."""
     graphdef, eval_graphdef, tx, _ = train.init_state(variant, cfg, seed=0)
     engines = {"sequential": train.single, "together": together.vmapped}
@@ -161,7 +162,7 @@ def members(variant: str, cfg: config.TrainConfig, corpus: data.Corpus, steps: i
 def main() -> int:
     parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="the smoke preset, 20 steps (about a minute on a CPU)")
-    parser.add_argument("--preset", choices=tuple(config.PRESETS), help="default: paper (smoke with --quick)")
+    parser.add_argument("--preset", choices=tuple(train_config.PRESETS), help="default: paper (smoke with --quick)")
     parser.add_argument("--variants", default="softmax,yat_b,goat_v")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per run")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per method (the median is reported)")
@@ -175,7 +176,7 @@ def main() -> int:
     parser.add_argument("--json", type=output_file, metavar="FILE", help="also write the figures to FILE")
     args = parser.parse_args()
     preset = args.preset or ("smoke" if args.quick else "paper")
-    cfg = config.preset(preset, chunk=args.chunk)
+    cfg = train_config.preset(preset, chunk=args.chunk)
     corpus = data.load_corpus()
     device = jax.devices()[0]
     print(

@@ -34,9 +34,12 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests"), str(ROOT / "bench")]
 from bundle_tools import add_windows, copy_published  # noqa: E402 - after the path set-up above
 from measured import write_figures  # noqa: E402 - bench/, beside this script
 
-from attngeom import bundles, fetch, hull, verify  # noqa: E402
+from attngeom.base import fetch  # noqa: E402
+from attngeom.base.files import output_file  # noqa: E402
+from attngeom.bundles import layout  # noqa: E402
 from attngeom.cli import Parser, entry  # noqa: E402
-from attngeom.files import output_file  # noqa: E402
+from attngeom.geometry import hull  # noqa: E402
+from attngeom.jobs import verify  # noqa: E402
 
 
 def median_time(fn, runs: int):
@@ -69,12 +72,12 @@ def main() -> int:
     args.windows = args.windows or (4 if args.quick else 16)
 
     root = fetch.fetch_bundles()
-    models = bundles.load_models(root)
+    models = layout.load_models(root)
     keys = [m.k_LHTD[:1] if args.quick else m.k_LHTD for m in models.values()]
 
     with tempfile.TemporaryDirectory() as tmp:
         windowed = copy_published(root, Path(tmp) / "windowed")
-        for m in bundles.load_models(windowed).values():
+        for m in layout.load_models(windowed).values():
             add_windows(m, args.windows)
 
         def verify_stage(bundles_root: Path):

@@ -1,6 +1,6 @@
 """How much of a rerun or an ensemble fits in a time on a GPU, from the FLOPs of its compiled step.
 
-XLA's `cost_analysis()` of one training step (K members vmapped when K > 1; `attngeom.flops`, which
+XLA's `cost_analysis()` of one training step (K members vmapped when K > 1; `attngeom.training.flops`, which
 `kaggle build --members K` uses too) gives its FLOPs; at a
 GPU's float32 rate (`--tflops`, an H100/H200's 67 without tensor cores, as `highest` matmul
 precision asks) and an assumed fraction of it reached (`--efficiency`), the steps of every variant
@@ -26,17 +26,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from measured import write_figures  # bench/, beside this script
 
+from attngeom.base import train_config
+from attngeom.base.files import output_file
 from attngeom.cli import Parser, entry
-from attngeom.files import output_file
-from attngeom.flops import COMPILE_S, EFFICIENCY, schedule_seconds, step_flops
-from attngeom.training import config, data
+from attngeom.training import data
+from attngeom.training.flops import COMPILE_S, EFFICIENCY, schedule_seconds, step_flops
 
 
 def main() -> int:
     parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, required=True, help="the training time available")
     parser.add_argument("--members", type=int, default=1, help="ensemble members trained together (default 1)")
-    parser.add_argument("--preset", choices=tuple(config.PRESETS), default="paper")
+    parser.add_argument("--preset", choices=tuple(train_config.PRESETS), default="paper")
     parser.add_argument("--variants", default="softmax,yat_b,goat_v")
     parser.add_argument("--tflops", type=float, default=67.0, help="the GPU's float32 rate (default: H100/H200)")
     parser.add_argument(
@@ -49,7 +50,7 @@ def main() -> int:
     args = parser.parse_args()
     if not (args.seconds > 0 and args.members >= 1 and args.tflops > 0 and 0 < args.efficiency <= 1):
         parser.error("--seconds, --tflops, --efficiency and --members: positive (efficiency at most 1)")
-    cfg = config.PRESETS[args.preset]
+    cfg = train_config.PRESETS[args.preset]
     variants = args.variants.split(",")
     data.load_corpus()  # the same files a run reads: a missing corpus is the same one-line error
     flops = {v: step_flops(v, cfg, args.members) for v in variants}

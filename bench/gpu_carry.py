@@ -27,10 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from attngeom import environment, fetch  # noqa: E402
+from attngeom.base import environment, fetch  # noqa: E402
+from attngeom.base.errors import InputError  # noqa: E402
+from attngeom.base.files import sha256_file  # noqa: E402
 from attngeom.cli import Parser, entry  # noqa: E402
-from attngeom.errors import InputError  # noqa: E402
-from attngeom.files import sha256_file  # noqa: E402
 
 CARRY = REPO / "carry"
 LIMIT_BYTES = 64 << 20  # what a lent machine is sent: the checkout and its carried folders

@@ -12,7 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from attngeom.files import git_commit, machine, versions, write_json_atomic
+from attngeom.base.files import git_commit, machine, versions, write_json_atomic
 
 
 def command(argv: list[str]) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom.fetch import PUBLISHED_BUNDLES
+from attngeom.base.fetch import PUBLISHED_BUNDLES
 
 QK, GOAT = PUBLISHED_BUNDLES
 
@@ -64,7 +64,9 @@ def add_windows(model, W: int, seed: int = 0) -> None:
     checkpoints' maps are the fixed window's."""
     from dataclasses import replace
 
-    from attngeom import bundles, laws, stats
+    from attngeom.bundles import layout
+    from attngeom.geometry import laws
+    from attngeom.measures import stats
 
     rng = np.random.default_rng(seed)
     T = model.q_LHTD.shape[-2]
@@ -81,8 +83,8 @@ def add_windows(model, W: int, seed: int = 0) -> None:
     maps = {s: np.repeat(model.maps[s][None], W, axis=0) for s in steps}
     maps[steps[-1]] = np.concatenate([model.maps[steps[-1]][None], final[1:].astype(np.float16)])
     tokens = np.concatenate([model.tokens_T[None], rng.integers(0, 65, (W - 1, T))])
-    path = bundles.windows_file(model.files["geom"].parent, model.variant, model.seed)
-    bundles.write_windows_npz(path, tokens, maps, q, k)
+    path = layout.windows_file(model.files["geom"].parent, model.variant, model.seed)
+    layout.write_windows_npz(path, tokens, maps, q, k)
 
 
 def add_seed(folder: Path, variant: str, seed: int, best_val: float) -> None:
@@ -103,14 +105,14 @@ def write_bundle(
     """One model's bundle files in the original format, from arrays: `attn_` with `maps`, `geom_` with q, k
     and the last map, and its run record (variant, seed, `record`: best_val, curve, b_learned...) added to
     the folder's `yat_attention.json` (created with `cfg`). The tokens, drawn from the seed, are returned."""
-    from attngeom import bundles
+    from attngeom.bundles import layout
 
     folder.mkdir(parents=True, exist_ok=True)
     tokens_T = np.random.default_rng(seed).integers(0, 65, q_LHTD.shape[-2])
     stem = f"{variant}_s{seed}"
-    bundles.write_attn_npz(folder / f"attn_{stem}.npz", tokens_T, maps)
-    bundles.write_geom_npz(folder / f"geom_{stem}.npz", tokens_T, q_LHTD, k_LHTD, maps[max(maps)])
-    path = folder / bundles.RUN_JSON
+    layout.write_attn_npz(folder / f"attn_{stem}.npz", tokens_T, maps)
+    layout.write_geom_npz(folder / f"geom_{stem}.npz", tokens_T, q_LHTD, k_LHTD, maps[max(maps)])
+    path = folder / layout.RUN_JSON
     data = json.loads(path.read_text()) if path.exists() else {"runs": [], "cfg": cfg}
     data["runs"].append({"variant": variant, "seed": seed, "best_val": 1.0, **record})
     path.write_text(json.dumps(data))
@@ -120,7 +122,7 @@ def write_bundle(
 def write_manifest(root: Path, preset: str, variants: tuple[str, ...], **fields) -> None:
     """A finished run's `manifest.json` in `root`, as a rerun leaves it: its configuration, `completed`
     and the sha256 of every file under `root` (`fields` adds stopped_after, windows...)."""
-    from attngeom.training.config import PRESETS
+    from attngeom.base.train_config import PRESETS
     from attngeom.training.runs import MANIFEST, file_hashes
 
     cfg = PRESETS[preset]

@@ -41,7 +41,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """With ATTNGEOM_SUITE_JSON set: the outcomes and the wall time of this session, where and how it ran,
-    as the docs quote them (`attngeom.docs_bench.suite`)."""
+    as the docs quote them (`attngeom.docs.bench.suite`)."""
     path = os.environ.get(SUITE_JSON)
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if not path or reporter is None or not _STARTED:
@@ -49,7 +49,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     import datetime as dt
     import shlex
 
-    from attngeom.files import git_commit, machine, write_json_atomic
+    from attngeom.base.files import git_commit, machine, write_json_atomic
 
     outcomes = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
     counts = {
@@ -99,7 +99,7 @@ def _private_cache(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def published_root() -> Path:
     """The author's published bundles, fetched (from the mirror in CI) and verified."""
-    from attngeom.fetch import fetch_bundles
+    from attngeom.base.fetch import fetch_bundles
 
     return fetch_bundles()
 

@@ -36,9 +36,9 @@ import numpy as np
 
 from attngeom.backends import kaggle as kaggle_backend
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR
-from attngeom.bundles import RUN_JSON, write_attn_npz, write_geom_npz
-from attngeom.errors import InputError
-from attngeom.variants import variant as variant_spec
+from attngeom.base.errors import InputError
+from attngeom.base.variants import variant as variant_spec
+from attngeom.bundles.layout import RUN_JSON, write_attn_npz, write_geom_npz
 
 RPC_PREFIX = "/api/v1/"
 # The machine shapes the service accepts (kaggle-cli, docs/kernels.md: "Accelerators available as of Feb 2026").

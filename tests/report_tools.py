@@ -11,8 +11,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from attngeom import expected, judge
-from attngeom.claims import CLAIM_FUNCTIONS
+from attngeom.judgement import expected, judge
+from attngeom.judgement.claims import CLAIM_FUNCTIONS
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -29,12 +29,14 @@ from flax import nnx
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from attngeom import arrays, bundles, evidence, laws, stats
-from attngeom.errors import InputError
-from attngeom.training.config import PRESETS, ModelConfig
+from attngeom.base.errors import InputError
+from attngeom.base.train_config import PRESETS, ModelConfig
+from attngeom.base.variants import TRAINABLE, find, kernel_law, strict_mask
+from attngeom.bundles import arrays, evidence, layout
+from attngeom.geometry import laws
+from attngeom.jobs.verify import run_verify
+from attngeom.measures import stats
 from attngeom.training.model import Attention
-from attngeom.variants import TRAINABLE, find, kernel_law, strict_mask
-from attngeom.verify import run_verify
 
 T, H, D = 5, 2, 2  # rows 0 (causal) and 1 (strict) have one key; T >= bundles.MIN_WINDOW
 C = H * D
@@ -154,14 +156,14 @@ def write_model(folder: Path, out: Output, name: str | None = None) -> None:
     tokens_T = write_bundle(folder, name, 0, {0: attn_LHTT, 7: attn_LHTT}, q_LHTD, k_LHTD, cfg, **_record(out))
     maps = {s: np.stack([attn_LHTT] * 2) for s in (0, 7)}
     tokens_WT = np.stack([tokens_T, tokens_T[::-1]])
-    path = bundles.windows_file(folder, name, 0)
-    bundles.write_windows_npz(path, tokens_WT, maps, np.stack([q_LHTD] * 2), np.stack([k_LHTD] * 2))
+    path = layout.windows_file(folder, name, 0)
+    layout.write_windows_npz(path, tokens_WT, maps, np.stack([q_LHTD] * 2), np.stack([k_LHTD] * 2))
 
 
-def read_all(folder: Path, name: str) -> bundles.BundleModel:
+def read_all(folder: Path, name: str) -> layout.BundleModel:
     """Every reader on one model: bundle, run JSON, windows file, evidence's recognition."""
-    model = bundles.load_model(folder, name, 0)
-    windowed = bundles.read_windows(bundles.windows_file(folder, name, 0), model)
+    model = layout.load_model(folder, name, 0)
+    windowed = layout.read_windows(layout.windows_file(folder, name, 0), model)
     evidence.describe({name: model}, folder, {})
     return windowed
 
@@ -191,7 +193,7 @@ def _within_room(out: Output) -> float:
     run = {"best_val": 1.0, **_record(out)}
     maps = out.attn[None]
     tokens_T = np.zeros(maps.shape[-1], np.int32)
-    model = bundles.BundleModel(out.variant, 0, tokens_T, {0: maps}, out.q[None], out.k[None], maps, run, {})
+    model = layout.BundleModel(out.variant, 0, tokens_T, {0: maps}, out.q[None], out.k[None], maps, run, {})
     return float(stats.reconstruction(model)[1].max())
 
 
@@ -261,20 +263,20 @@ def test_corrupt_copies_of_a_valid_output_are_refused(variant, data):
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         write_model(folder, out)
-        model = bundles.load_model(folder, variant, 0)
+        model = layout.load_model(folder, variant, 0)
         if data.draw(st.booleans(), label="in the windows file"):  # its second window
-            path = bundles.windows_file(folder, variant, 0)
+            path = layout.windows_file(folder, variant, 0)
             key = "attn_7" if kind == "attn" else "q_WLHTD"
             with np.load(path) as z:
                 good = z[key]
             same_shape = bad.shape == good.shape[2:]  # else the whole array takes the wrong shape
             rewrite_npz(path, **{key: np.stack([good[0], bad[None]]) if same_shape else bad[None, None]})
             with pytest.raises(InputError, match=match):
-                bundles.read_windows(path, model)
+                layout.read_windows(path, model)
         else:
             rewrite_npz(folder / f"geom_{variant}_s0.npz", **{kind: bad[None]})
             with pytest.raises(InputError, match=match):
-                bundles.load_model(folder, variant, 0)
+                layout.load_model(folder, variant, 0)
 
 
 @FAST
@@ -292,9 +294,9 @@ def test_a_softmax_row_summing_to_0_9_is_refused_and_the_same_kernel_row_accepte
             rewrite_npz(Path(tmp) / f"geom_{variant}_s0.npz", attn=attn[None])
             if variant == "softmax":
                 with pytest.raises(InputError, match=r"head 0 sums to 0\.(9|8999), expected 1 "):
-                    bundles.load_model(Path(tmp), variant, 0)
+                    layout.load_model(Path(tmp), variant, 0)
             else:
-                bundles.load_model(Path(tmp), variant, 0)
+                layout.load_model(Path(tmp), variant, 0)
 
 
 PAPER_TELEMETRY = PRESETS["paper"].telemetry_steps()
@@ -314,7 +316,7 @@ def test_a_run_stopped_at_any_step_is_recognised_as_what_it_reached(stop, window
         root = Path(tmp)
         write_bundle(root / "bundle", variant, 0, maps, out.q[None], out.k[None], cfg, curve=[], **_record(out))
         write_manifest(root, "paper", (variant,), stopped_after=stop, windows=windows)
-        model = bundles.load_model(root / "bundle", variant, 0)
+        model = layout.load_model(root / "bundle", variant, 0)
         ev = evidence.describe({variant: model}, root / "bundle", {})
     assert (ev.kind, ev.stopped_after, sorted(model.maps)) == ("truncated paper run", stop, sorted(maps))
 
@@ -354,8 +356,8 @@ def test_a_kernel_row_of_mass_1e_8_is_accepted_and_judged(shape, tmp_path):
     tokens_T = write_bundle(folder, "yat_b", 0, maps, q[0], k[0], PRESETS["paper"].original_cfg(), **record)
     if shape != "bundle":
         tokens_WT = np.concatenate([tokens_T[None], np.random.default_rng(1).integers(0, 65, (W - 1, 8))])
-        path = bundles.windows_file(folder, "yat_b", 0)
-        bundles.write_windows_npz(path, tokens_WT, {s: attn for s in PAPER_TELEMETRY}, q, k)
+        path = layout.windows_file(folder, "yat_b", 0)
+        layout.write_windows_npz(path, tokens_WT, {s: attn for s in PAPER_TELEMETRY}, q, k)
     if shape == "rerun output":
         write_manifest(root, "paper", ("yat_b",), windows=W)
     status = run_verify(root, tmp_path / "report", variants=("yat_b",))

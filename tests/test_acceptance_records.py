@@ -17,12 +17,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_acceptance import FAST, H
 
-from attngeom import arrays, bundles
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
+from attngeom.base.train_config import PRESETS
+from attngeom.base.variants import TRAINABLE
+from attngeom.bundles import arrays, layout
 from attngeom.training import runs
-from attngeom.training.config import PRESETS
-from attngeom.training.rerun import MAX_WINDOWS
-from attngeom.variants import TRAINABLE
+from attngeom.training.local_run import MAX_WINDOWS
 
 # A validation loss is a mean -log p: >= 0 and finite, with no upper bound (float32 logits reach 3.4e38).
 LOSSES = st.one_of(st.sampled_from([0.0, 1e-30, 4.17, 3.4e38]), st.floats(0, 3.4e38))
@@ -52,13 +52,13 @@ def test_the_run_json_accepts_every_finite_loss_and_softplus_scalar(curve, scala
         "a string": {"best_val": "1.5"},
     }.get(bad, {})
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / bundles.RUN_JSON
+        path = Path(tmp) / layout.RUN_JSON
         path.write_text(json.dumps({"runs": [{**record, **damage}], "cfg": PRESETS["smoke"].original_cfg()}))
         if not bad:
-            assert bundles.read_run_json(path)["runs"][0]["b_learned"] == [scalars[:H]]
+            assert layout.read_run_json(path)["runs"][0]["b_learned"] == [scalars[:H]]
         else:
             with pytest.raises(InputError, match=r"best_val|b_learned|eps_learned|curve"):
-                bundles.read_run_json(path)
+                layout.read_run_json(path)
 
 
 @FAST

@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays as np_arrays
 
-from attngeom import arrays, laws
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
+from attngeom.bundles import arrays
+from attngeom.geometry import laws
 
 
 def _npz(path, members: dict[str, bytes]):

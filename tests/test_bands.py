@@ -10,8 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attngeom import bands, cli, ensemble, expected, html_report, judge, report, schema
-from attngeom.errors import InputError
+from attngeom import cli
+from attngeom.base import schema
+from attngeom.base.errors import InputError
+from attngeom.jobs import bands, ensemble
+from attngeom.judgement import expected, judge
+from attngeom.report import markdown
+from attngeom.report import page as html_report
 
 VALUES = st.floats(-1e4, 1e4, allow_nan=False)
 
@@ -115,7 +120,7 @@ def test_the_report_shows_a_stopped_run_beside_its_ensemble():
         "expected": "51.04 ± 5.1",
         "ensemble": ens | {"min": 47.4, "max": 50.2, "published": 51.0417},
     }
-    lines = report.ensemble_lines([row])
+    lines = markdown.ensemble_lines([row])
     assert "| 3: 47.4 to 50.2 (48.9 ± 1.4) | **no** |" in lines[2] and "51.0417" in lines[2]
     page = html_report._ensemble({"claims": [row]})
     assert 'data-claim="step1200.yat_b.occupancy"' in page and page.count("<circle") == 4

@@ -8,7 +8,10 @@ import json
 
 from test_bands import _current
 
-from attngeom import bands, cli, ensemble, expected, judge, schema
+from attngeom import cli
+from attngeom.base import schema
+from attngeom.jobs import bands, ensemble
+from attngeom.judgement import expected, judge
 
 
 def _final_section(values: list[float], judged: float = 53.9583) -> dict:

@@ -65,9 +65,10 @@ def test_the_step_matmuls_are_the_products_of_the_compiled_step(variant):
     sys.path.insert(0, str(REPO / "bench"))
     import bench_train
 
-    from attngeom.training import config, data, train
+    from attngeom.base import train_config
+    from attngeom.training import data, train
 
-    cfg = config.preset("smoke", chunk=1)
+    cfg = train_config.preset("smoke", chunk=1)
     graphdef, _, tx, state = train.init_state(variant, cfg, seed=0)
     x_BT, y_BT = (a[0] for a in train.chunk_batches(data.load_corpus(), cfg, 0, 0, 1)[:2])
     text = jax.jit(train.make_step(graphdef, tx)).lower(state, x_BT, y_BT).as_text()
@@ -89,7 +90,7 @@ def test_a_benchmarks_figures_name_the_command_machine_and_date(tmp_path, monkey
     sys.path.insert(0, str(REPO / "bench"))
     import measured
 
-    from attngeom.files import machine
+    from attngeom.base.files import machine
 
     argv = [str(REPO / "bench" / "bench_train.py"), "--quick", "--json", str(tmp_path / "t.json"), "--steps", "5"]
     monkeypatch.setattr(sys, "argv", argv)
@@ -113,9 +114,9 @@ def test_a_module_named_with_a_function_is_scored_on_that_functions_mutants_alon
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     assert bench.source_of("training.train:perturb") == Path("src/attngeom/training/train.py")
-    assert bench.source_of("files") == Path("src/attngeom/files.py")
+    assert bench.source_of("files") == Path("src/attngeom/base/files.py")
     assert bench.mutant_prefix("training.train:perturb") == "attngeom.training.train.x_perturb__mutmut_"
-    assert bench.mutant_prefix("files") == "attngeom.files."
+    assert bench.mutant_prefix("files") == "attngeom.base.files."
     meta = tmp_path / "mutants" / "src" / "attngeom" / "training" / "train.py.meta"
     meta.parent.mkdir(parents=True)
     codes = {"x_perturb__mutmut_1": 1, "x_perturb__mutmut_2": 0, "x_perturbation__mutmut_1": 0, "x_run__mutmut_1": 1}

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attngeom import blocks
+from attngeom.base import blocks
 
 
 @given(n=st.integers(0, 500), item_bytes=st.integers(0, 3 * blocks.BLOCK_BYTES))
@@ -51,7 +51,7 @@ def test_each_keeps_the_order_and_uses_at_most_its_workers(monkeypatch):
 def test_nested_work_runs_one_item_per_core_and_gives_its_tokens_back():
     """Items that spread work of their own lend their core while they wait: however deep the nesting,
     at most one item per core computes at once, nothing waits forever, and an error returns every token."""
-    from attngeom.errors import InputError
+    from attngeom.base.errors import InputError
 
     def refuse_negatives(x: int) -> int:
         if x < 0:
@@ -77,7 +77,7 @@ def test_nested_work_runs_one_item_per_core_and_gives_its_tokens_back():
 
 
 def test_each_raises_an_items_error_as_the_loop_would():
-    from attngeom.errors import InputError
+    from attngeom.base.errors import InputError
 
     def refuse_three(x: int) -> int:
         if x == 3:
@@ -92,13 +92,14 @@ def test_the_windows_pass_on_the_cores_gives_the_values_of_one_core(monkeypatch,
     """Threads change where the work runs, never a value: results.json's robustness section is the same."""
     from bundle_tools import add_windows, copy_published
 
-    from attngeom import bundles, robustness
+    from attngeom.bundles import layout
+    from attngeom.judgement import robustness
 
     folder = copy_published(published_root, tmp_path / "w")
-    for model in bundles.load_models(folder, ("yat_b", "goat_v")).values():
+    for model in layout.load_models(folder, ("yat_b", "goat_v")).values():
         add_windows(model, 3)
-    listing = bundles.list_bundles(folder)
-    models = bundles.load_models(folder, ("yat_b", "goat_v"), listing=listing)
+    listing = layout.list_bundles(folder)
+    models = layout.load_models(folder, ("yat_b", "goat_v"), listing=listing)
     together, _ = robustness.measure(listing, models)
     monkeypatch.setattr(blocks, "cores", lambda: 1)
     monkeypatch.setattr(blocks, "each", lambda fn, items, workers=None: [fn(item) for item in items])

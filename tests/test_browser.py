@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attngeom import html_report, toy
+from attngeom.geometry import toy
+from attngeom.report import page as html_report
 
 pytestmark = pytest.mark.browser
 REPO = Path(__file__).resolve().parents[1]

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from bundle_tools import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz
 
-from attngeom import arrays, bundles
-from attngeom.errors import InputError
-from attngeom.variants import PUBLISHED
+from attngeom.base.errors import InputError
+from attngeom.base.variants import PUBLISHED
+from attngeom.bundles import arrays, layout
 
 
 @pytest.fixture()
@@ -18,7 +18,7 @@ def copy(published_root, tmp_path):
 
 
 def test_loads_the_published_bundles(published_root):
-    models = bundles.load_models(published_root)
+    models = layout.load_models(published_root)
     assert tuple(models) == PUBLISHED
     assert models["yat_b"].b_LH.shape == (6, 4) and models["softmax"].b_LH is None
     assert models["goat_v"].strict and not models["softmax"].strict
@@ -31,11 +31,11 @@ def test_round_trip_of_the_writers(tmp_path):
     weights = np.tril(rng.uniform(size=(1, 2, 8, 8)))
     attn = (weights / weights.sum(-1, keepdims=True)).astype(np.float16)
     tokens = np.arange(8)
-    bundles.write_attn_npz(tmp_path / "attn_yat_b_s3.npz", tokens, {0: attn, 7: attn})
-    bundles.write_geom_npz(tmp_path / "geom_yat_b_s3.npz", tokens, q, k, attn)
+    layout.write_attn_npz(tmp_path / "attn_yat_b_s3.npz", tokens, {0: attn, 7: attn})
+    layout.write_geom_npz(tmp_path / "geom_yat_b_s3.npz", tokens, q, k, attn)
     run = {"variant": "yat_b", "seed": 3, "best_val": 1.5, "b_learned": [[1.0, 2.0]], "eps_learned": [[0.1, 0.2]]}
     (tmp_path / "yat_attention.json").write_text(json.dumps({"summary": {}, "runs": [run], "cfg": {"STEPS": 8}}))
-    m = bundles.load_model(tmp_path, "yat_b", seed=3)
+    m = layout.load_model(tmp_path, "yat_b", seed=3)
     np.testing.assert_array_equal(m.q_LHTD, q)
     assert m.tokens_T.dtype == np.int32 and sorted(m.maps) == [0, 7]
 
@@ -46,22 +46,22 @@ def test_a_windows_file_read_at_its_ends_holds_its_first_and_last_maps_only(tmp_
     weights = np.tril(rng.uniform(size=(2, 1, 2, 8, 8)))
     attn = (weights / weights.sum(-1, keepdims=True)).astype(np.float16)
     tokens = np.arange(8)
-    bundles.write_attn_npz(tmp_path / "attn_softmax_s0.npz", tokens, {0: attn[0], 7: attn[0]})
-    bundles.write_geom_npz(tmp_path / "geom_softmax_s0.npz", tokens, q[0], k[0], attn[0])
+    layout.write_attn_npz(tmp_path / "attn_softmax_s0.npz", tokens, {0: attn[0], 7: attn[0]})
+    layout.write_geom_npz(tmp_path / "geom_softmax_s0.npz", tokens, q[0], k[0], attn[0])
     run = {"variant": "softmax", "seed": 0, "best_val": 1.5}
     (tmp_path / "yat_attention.json").write_text(json.dumps({"summary": {}, "runs": [run], "cfg": {"STEPS": 8}}))
     broken = np.full_like(attn, -1.0)  # a middle map no statistic reads: never read, so never refused
-    path = bundles.windows_file(tmp_path, "softmax", 0)
-    bundles.write_windows_npz(path, np.stack([tokens, tokens[::-1]]), {0: attn, 3: broken, 7: attn}, q, k)
-    model = bundles.load_model(tmp_path, "softmax", 0)
-    ends = bundles.read_windows(path, model, every_step=False)
+    path = layout.windows_file(tmp_path, "softmax", 0)
+    layout.write_windows_npz(path, np.stack([tokens, tokens[::-1]]), {0: attn, 3: broken, 7: attn}, q, k)
+    model = layout.load_model(tmp_path, "softmax", 0)
+    ends = layout.read_windows(path, model, every_step=False)
     assert sorted(ends.maps) == [0, 7] and ends.attn_LHTT is ends.maps[7]
     np.testing.assert_array_equal(ends.maps[0], attn)
     with zipfile.ZipFile(path) as z:  # q and k are stored (they barely deflate), the maps deflated
         stored = sorted(i.filename for i in z.infolist() if i.compress_type == zipfile.ZIP_STORED)
     assert stored == ["k_WLHTD.npy", "q_WLHTD.npy"]
     with pytest.raises(InputError, match="'attn_3' holds negative attention weights"):
-        bundles.read_windows(path, model)
+        layout.read_windows(path, model)
 
 
 def damage(copy, how):
@@ -144,15 +144,15 @@ HOWS = [
 def test_bad_input_is_one_clear_error(copy, how):
     expect = damage(copy, how)
     with pytest.raises(InputError, match=expect) as info:
-        bundles.load_models(copy)
+        layout.load_models(copy)
     assert "\n" not in str(info.value)
 
 
 def test_missing_variant_names_the_file(copy):
     (copy / GOAT / "geom_goat_v_s0.npz").unlink()
     with pytest.raises(InputError, match="geom_goat_v_s0.npz"):
-        bundles.load_models(copy)
-    assert set(bundles.load_models(copy, ("softmax", "yat_b"))) == {"softmax", "yat_b"}
+        layout.load_models(copy)
+    assert set(layout.load_models(copy, ("softmax", "yat_b"))) == {"softmax", "yat_b"}
 
 
 def _raw_run_field(path, variant, key, raw_json):
@@ -236,7 +236,7 @@ HOSTILE = [
 def test_hostile_input_is_one_clear_error(copy, how):
     expect = hostile(copy, how)
     with pytest.raises(InputError, match=expect) as info:
-        bundles.load_models(copy, heads={"the census head": (3, 0)})
+        layout.load_models(copy, heads={"the census head": (3, 0)})
     assert "\n" not in str(info.value)
 
 
@@ -253,7 +253,7 @@ def _peak_memory_refusing(copy, message: str) -> int:
     tracemalloc.start()
     try:
         with pytest.raises(InputError, match=message):
-            bundles.load_models(copy)
+            layout.load_models(copy)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -286,11 +286,11 @@ def test_a_telemetry_only_bundle_loads_its_maps_and_a_bad_map_is_one_clear_error
     laws as a bundle's, and q and k have head dimension 0."""
     import shutil
 
-    from attngeom import fetch
+    from attngeom.base import fetch
 
     folder = tmp_path / "telem"
     shutil.copytree(fetch.fetch_bundles(fetch.TELEMETRY_BUNDLES) / "kgl_blog-yatattn-b-telem", folder)
-    model = bundles.load_telemetry(folder, "yat_b")
+    model = layout.load_telemetry(folder, "yat_b")
     assert sorted(model.maps) == [0, 1200, 6000, 11999] and model.q_LHTD.shape == (6, 4, 128, 0)
     assert model.attn_LHTT is model.maps[11999] and model.cfg["STEPS"] == 12000
     path = folder / "attn_yat_b_s0.npz"
@@ -298,4 +298,4 @@ def test_a_telemetry_only_bundle_loads_its_maps_and_a_bad_map_is_one_clear_error
     bad[0, 0, 5, :3] = np.float16(0.9)  # a row past its sum: no kernel map
     rewrite_npz(path, step1200=bad)
     with pytest.raises(InputError, match="attn_yat_b_s0.npz.*step1200"):
-        bundles.load_telemetry(folder, "yat_b")
+        layout.load_telemetry(folder, "yat_b")

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import claims
+from attngeom.judgement import claims
 
 
 def _setup(**fields) -> dict:

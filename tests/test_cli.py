@@ -233,9 +233,10 @@ def test_hostile_run_json_through_the_command_line(published_root, tmp_path):
 
 def test_two_verifies_in_the_worst_interleaving_leave_the_last_set(published_root, tmp_path, monkeypatch):
     """Case 6 made deterministic: one verify stops just before its page while another writes a whole report."""
-    from attngeom import html_report, verify
+    from attngeom.jobs import verify
+    from attngeom.report import page
 
-    real, paused, other_done = html_report.write_html, threading.Event(), threading.Event()
+    real, paused, other_done = page.write_html, threading.Event(), threading.Event()
 
     def write_html(out_dir, report, results, figures):
         if report["bundles"] == str(published_root):
@@ -243,7 +244,7 @@ def test_two_verifies_in_the_worst_interleaving_leave_the_last_set(published_roo
             assert other_done.wait(600)
         return real(out_dir, report, results, figures)
 
-    monkeypatch.setattr(html_report, "write_html", write_html)
+    monkeypatch.setattr(page, "write_html", write_html)
     out = tmp_path / "out"
     first = threading.Thread(target=verify.run_verify, args=(published_root, out))
     first.start()

@@ -59,7 +59,7 @@ def test_a_command_that_ends_by_itself_keeps_its_status_and_streams_print_escape
     ],
 )
 def test_each_ending_is_its_status_and_one_line(interrupt, capfd, exc, status, line):
-    from attngeom.errors import InputError
+    from attngeom.base.errors import InputError
 
     exc = InputError("bundles:\n no such folder   here") if exc is None else exc
     lines = {
@@ -150,7 +150,7 @@ def test_the_logs_are_kept_in_the_download_cache(monkeypatch, tmp_path):
 
 def test_the_parser_names_every_command_and_refuses_in_one_line():
     from attngeom import cli as command_line
-    from attngeom.errors import InputError
+    from attngeom.base.errors import InputError
 
     parser = command_line.build_parser()
     assert parser.prog == "reproduce.sh"

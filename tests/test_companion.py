@@ -4,8 +4,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attngeom import claims, companion, expected, fetch, judge, results
-from attngeom.errors import InputError
+from attngeom.base import fetch
+from attngeom.base.errors import InputError
+from attngeom.bundles import companion
+from attngeom.judgement import claims, expected, judge
+from attngeom.measures import results
 
 
 @pytest.fixture(scope="module")
@@ -81,13 +84,14 @@ def test_malformed_runs_file_is_one_input_error(tmp_path, text, match):
 
 
 def test_the_bundles_seed0_gap_is_kept_as_a_statistic(published_root, runs_json):
-    from attngeom import bundles, report
+    from attngeom.bundles import layout
+    from attngeom.report import markdown
 
-    models = bundles.load_models(published_root, ("softmax", "yat_b"))
+    models = layout.load_models(published_root, ("softmax", "yat_b"))
     q = results.quality_results(models, runs_json)
     soft, yat = (models[v].run["best_val"] for v in ("softmax", "yat_b"))
     assert q["bundle_gap_to_softmax"] == {"yat_b": pytest.approx(abs(yat - soft) / min(yat, soft))}
-    lines = report.quality_lines(q)
+    lines = markdown.quality_lines(q)
     assert "runs.json" in lines[0] and lines[1].startswith("- seed-0 bundle gap") and "2.23%" in lines[1]
 
 

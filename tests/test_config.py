@@ -8,31 +8,31 @@ from pathlib import Path
 
 import pytest
 
-from attngeom.training import config
+from attngeom.base import train_config
 
 REPO = Path(__file__).resolve().parents[1]
 JAX_SIDE = ("jax", "jaxlib", "flax", "optax")
 
 
 def test_preset_names_are_the_presets():
-    from attngeom import rerun
     from attngeom.backends import kaggle, kaggle_kernel
+    from attngeom.jobs import rerun
 
-    assert config.PRESET_NAMES == tuple(config.PRESETS)
-    assert rerun.PRESET_NAMES is kaggle.PRESET_NAMES is kaggle_kernel.PRESET_NAMES is config.PRESET_NAMES
+    assert train_config.PRESET_NAMES == tuple(train_config.PRESETS)
+    assert rerun.PRESET_NAMES is kaggle.PRESET_NAMES is kaggle_kernel.PRESET_NAMES is train_config.PRESET_NAMES
 
 
 def test_a_configuration_survives_the_manifest():
     from dataclasses import asdict
 
-    cfg = config.preset("smoke", steps=45, lr=1e-3, stop_after=30)
-    assert config.TrainConfig.from_dict(asdict(cfg)) == cfg
+    cfg = train_config.preset("smoke", steps=45, lr=1e-3, stop_after=30)
+    assert train_config.TrainConfig.from_dict(asdict(cfg)) == cfg
 
 
 @pytest.mark.parametrize(
     "code",
     [
-        "import attngeom.verify",
+        "import attngeom.jobs.verify",
         "import attngeom.cli; attngeom.cli.build_parser()",
         "from attngeom.training import config, data, device, runs, rerun",
     ],
@@ -85,10 +85,12 @@ JUDGEMENT = (
     ],
 )
 def test_training_never_loads_the_judgement(code):
-    """Training sits below judgement: the command layer (attngeom.rerun) runs the rerun, then verify."""
+    """Training sits below judgement: the command layer (attngeom.jobs.rerun) runs the rerun, then verify."""
     assert _loaded(code, lambda m: m.removeprefix("attngeom.") in JUDGEMENT) == []
 
 
 def test_the_judgement_check_can_fail():
     """The same check finds the judgement where it is loaded: the command layer's rerun loads verify."""
-    assert "attngeom.verify" in _loaded("import attngeom.rerun", lambda m: m.removeprefix("attngeom.") in JUDGEMENT)
+    assert "attngeom.jobs.verify" in _loaded(
+        "import attngeom.jobs.rerun", lambda m: m.removeprefix("attngeom.") in JUDGEMENT
+    )

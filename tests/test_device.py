@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from attngeom import files
+from attngeom.base import files
 from attngeom.training import device
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import environment
 from attngeom.backends import docker as docker_backend
-from attngeom.errors import InputError
+from attngeom.base import environment
+from attngeom.base.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import ensemble
 from attngeom.backends import docker as docker_backend
-from attngeom.verify import run_verify
+from attngeom.jobs import ensemble
+from attngeom.jobs.verify import run_verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 

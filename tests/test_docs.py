@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attngeom import __version__, docs
+from attngeom import __version__
+from attngeom.docs import pages as docs
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from test_summary import two_runs  # noqa: F401 (the fixture)
 
-from attngeom import cli, docs_full
+from attngeom import cli
+from attngeom.docs import full_length
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def kept(two_runs, tmp_path_factory) -> Path:  # noqa: F811
 
 
 def test_each_run_shows_its_segments_total_wall_time_and_step_rate(kept):
-    table = docs_full.full_runs(kept).splitlines()
+    table = full_length.full_runs(kept).splitlines()
     rows = {line.split(" | ")[0]: line for line in table if line.startswith("| softmax") or line.startswith("| yat_b")}
     assert rows["| softmax"].startswith(
         "| softmax | 2: 0 to 4,000 (2.0 h), 4,000 to 12,000 (4.0 h) | 6.0 h | 0.56 | M | "
@@ -53,7 +54,7 @@ def test_each_run_shows_its_segments_total_wall_time_and_step_rate(kept):
 
 def test_every_claim_of_the_models_is_shown_beside_the_published_bundles(kept):
     doc = json.loads(kept.read_text())
-    text = docs_full.full_claims(kept)
+    text = full_length.full_claims(kept)
     v = doc["together"]["verdict"]
     assert f"{v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped" in text
     rows = {
@@ -84,14 +85,14 @@ def test_every_claim_of_the_models_is_shown_beside_the_published_bundles(kept):
 
 
 def test_the_readme_shows_the_statistics_and_comparisons_row_by_row_and_counts_the_exact_claims(kept):
-    text = docs_full.full_claims(kept, ("statistic", "comparison"))
+    text = full_length.full_claims(kept, ("statistic", "comparison"))
     rows = [line.split(" | ")[1] for line in text.splitlines() if line.startswith("| `")]
     assert set(rows) == {"statistic", "comparison"} and len(rows) == 15
     assert "Besides: 5 theorems (exact in any trained model): 5 pass, 0 fail; " in text
 
 
 def test_a_run_is_shown_step_by_step_beside_the_published_run(kept):
-    sentence, table = docs_full.retrace_sentence("softmax", kept), docs_full.retrace("softmax", kept).splitlines()
+    sentence, table = full_length.retrace_sentence("softmax", kept), full_length.retrace("softmax", kept).splitlines()
     assert table[:2] == [sentence, ""]
     table = table[2:]
     steps = [line.split(" | ")[0][2:] for line in table[2:]]
@@ -111,16 +112,22 @@ def test_a_run_is_shown_step_by_step_beside_the_published_run(kept):
 
 def test_without_the_file_or_the_run_each_figure_says_so(kept, tmp_path):
     missing = tmp_path / "paper-step12000.json"
-    for text in (docs_full.full_runs(missing), docs_full.full_claims(missing), docs_full.retrace("yat_b", missing)):
+    for text in (
+        full_length.full_runs(missing),
+        full_length.full_claims(missing),
+        full_length.retrace("yat_b", missing),
+    ):
         assert text.startswith("No full-length rerun is kept yet (") and "does not exist" in text
-    assert docs_full.retrace("goat_v", kept).startswith("No full-length rerun of goat_v is kept in ")
+    assert full_length.retrace("goat_v", kept).startswith("No full-length rerun of goat_v is kept in ")
 
 
 def test_each_final_band_is_shown_with_every_trajectory_it_was_checked_against():
-    from attngeom import expected
+    from attngeom.judgement import expected
 
     bands = {cid: b for cid, b in expected.load_rerun().items() if "measured" in b}
-    rows = {line.split(" | ")[0][3:-1]: line for line in docs_full.final_bands().splitlines() if line.startswith("| `")}
+    rows = {
+        line.split(" | ")[0][3:-1]: line for line in full_length.final_bands().splitlines() if line.startswith("| `")
+    }
     assert set(rows) == set(bands) and len(rows) >= 13
     for cid, band in bands.items():
         assert rows[cid].count(" inside") + rows[cid].count(" OUTSIDE") == len(band["measured"])
@@ -128,19 +135,19 @@ def test_each_final_band_is_shown_with_every_trajectory_it_was_checked_against()
 
 
 def test_the_readme_account_is_every_claim_then_one_sentence_per_run(kept, tmp_path):
-    text = docs_full.full_account(kept)
+    text = full_length.full_account(kept)
     assert text.startswith(
-        docs_full.full_claims(kept, ("statistic", "comparison")) + "\n\n- softmax: its validation loss"
+        full_length.full_claims(kept, ("statistic", "comparison")) + "\n\n- softmax: its validation loss"
     )
     assert text.splitlines()[-1].startswith("- yat_b: ") and text.endswith(".")
-    assert docs_full.full_account(tmp_path / "none.json").startswith("No full-length rerun is kept yet")
+    assert full_length.full_account(tmp_path / "none.json").startswith("No full-length rerun is kept yet")
 
 
 def test_the_sweeps_head_is_shown_beside_every_head_of_the_published_and_the_kept_models(kept, tmp_path):
     """The claim reads one head by position; the figure gives that head's value (the claim's, as verify
     measures it) beside the spread over all 24 heads, for the published bundles and each kept rerun."""
-    published = next(c["measured"] for c in docs_full.published_report()["claims"] if c["id"] == "sweep.yat_b.max")
-    table = docs_full.sweep_heads("yat_b", kept).splitlines()
+    published = next(c["measured"] for c in full_length.published_report()["claims"] if c["id"] == "sweep.yat_b.max")
+    table = full_length.sweep_heads("yat_b", kept).splitlines()
     assert table[0].startswith("| yat_b, final model | the sweep's head (layer 1, head 1) | ")
     assert table[0].endswith("| heads inside the rerun band 0.25 ± 0.08 |")
     rows = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in table[2:]}
@@ -150,4 +157,4 @@ def test_the_sweeps_head_is_shown_beside_every_head_of_the_published_and_the_kep
     low, mid, high = spread.split(", ")
     assert float(head) == pytest.approx(float(published), abs=5e-4) and float(low) <= float(head) <= float(high)
     assert float(low) < float(mid) < float(high) and inside.endswith(" of 24 |") and 1 <= int(inside.split()[0]) < 24
-    assert docs_full.sweep_heads("yat_b", tmp_path / "none.json").startswith("No full-length rerun is kept yet")
+    assert full_length.sweep_heads("yat_b", tmp_path / "none.json").startswith("No full-length rerun is kept yet")

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from attngeom import drawing
+from attngeom.report import drawing
 
 
 def gif_frames(path: Path) -> list[np.ndarray]:

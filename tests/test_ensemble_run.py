@@ -14,9 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attngeom import cli, ensemble, fetch
-from attngeom.errors import InputError
-from attngeom.training import rerun, runs
+from attngeom import cli
+from attngeom.base import fetch
+from attngeom.base.errors import InputError
+from attngeom.jobs import ensemble
+from attngeom.judgement import robustness
+from attngeom.training import local_run, runs
 from attngeom.training.trajectory import perturbation
 
 WHAT = (
@@ -38,14 +41,14 @@ class Trainer:
     def __init__(self, verdicts: dict[int, int], stop_at: int | None = None, opts: tuple[str, ...] = ()):
         self.verdicts, self.stop_at, self.opts, self.calls, self.seen = verdicts, stop_at, opts, [], []
 
-    def __call__(self, group: list[tuple[argparse.Namespace, rerun.Plan]]) -> int:
+    def __call__(self, group: list[tuple[argparse.Namespace, local_run.Plan]]) -> int:
         self.calls.append([(a.out, a.resume, p.cfg.member) for a, p in group])
         ens = Path(group[0][0].out).parent
         self.seen.append([r["state"] for r in ensemble.read(ens)["member_runs"].values()])
         for args, plan in group:
             m, folder = plan.cfg.member, Path(args.out)
             assert args.preset == "smoke" and args.quiet is True  # the options travel with each member
-            assert replace(plan.cfg, member=0) == rerun.options(parse(*self.opts)).cfg
+            assert replace(plan.cfg, member=0) == local_run.options(parse(*self.opts)).cfg
             folder.mkdir(parents=True, exist_ok=True)
             carried = args.resume is not None and (folder / runs.MANIFEST).is_file()
             stop = None if carried else plan.cfg.stop_after
@@ -72,7 +75,7 @@ def device(tmp_path, monkeypatch):
     and each member's statistics 1 + its number at step 9 (the stopping step recorded by the list `measured`)."""
     platform, measured = ["cpu"], []
     (tmp_path / "published").mkdir()
-    monkeypatch.setattr(rerun, "prepare_device", lambda: platform[0])
+    monkeypatch.setattr(local_run, "prepare_device", lambda: platform[0])
     monkeypatch.setattr(fetch, "fetch_bundles", lambda: tmp_path / "published")
 
     def member_statistics(path, manifest):
@@ -91,7 +94,7 @@ def member_run(state: str, verify_exit: int | None = 0, stopped_after: int | Non
 
 def spread_of(members: list[int]) -> dict:
     values = [1.0 + m for m in members]
-    return {"softmax_s0": {"distinct_winners": {"9": {"member_ids": members, **ensemble.spread(values, None)}}}}
+    return {"softmax_s0": {"distinct_winners": {"9": {"member_ids": members, **robustness.spread(values, None)}}}}
 
 
 def test_a_new_ensemble_on_a_cpu_trains_its_members_one_after_another(tmp_path, device, capsys):
@@ -110,7 +113,7 @@ def test_a_new_ensemble_on_a_cpu_trains_its_members_one_after_another(tmp_path, 
     assert json.loads((ens / "ensemble.json").read_text()) == {
         "what": WHAT,
         "members": 3,
-        "config": json.loads(json.dumps(rerun.options(parse()).manifest_config())),
+        "config": json.loads(json.dumps(local_run.options(parse()).manifest_config())),
         "members_mode": "sequential",
         "member_runs": {"0": member_run("complete"), "1": member_run("complete", 1), "2": member_run("complete")},
         "statistics": spread_of([0, 1, 2]),
@@ -150,7 +153,7 @@ def test_the_published_bundles_found_are_set_beside_each_summary(tmp_path, devic
     assert ensemble.run(parse("--members", "2", "--out", str(ens)), trainer) == 0
     assert asked == [(tmp_path / "published" / "qk", "softmax")] * 2  # after member 0, then after member 1
     winners = ensemble.read(ens)["statistics"]["softmax_s0"]["distinct_winners"]
-    assert winners == {"9": {"member_ids": [0, 1], **ensemble.spread([1.0, 2.0], 2.5)}}
+    assert winners == {"9": {"member_ids": [0, 1], **robustness.spread([1.0, 2.0], 2.5)}}
     assert ensemble.run(parse("--resume", str(ens)), Trainer({})) == 0
     assert len(asked) == 3  # the resume's first summary, of members finished before, beside them too
 
@@ -281,7 +284,7 @@ def test_a_resume_settles_its_members_checkpoints_written_together_and_leaves_th
     (ens / ".ensemble.json.1234abcd.tmp").mkdir()
     (ens / ".ensemble.json.1234abcd.tmp" / "part").write_text("a killed writer's")
     (ensemble.member_dir(ens, 1) / ".train_log.jsonl.1234abcd.tmp").write_text("member 1's")
-    ensemble.settle(ens, rerun.Plan(rerun.options(parse()).cfg, ("softmax", "yat_b"), (0, 3), "smoke"), (0, 2))
+    ensemble.settle(ens, local_run.Plan(local_run.options(parse()).cfg, ("softmax", "yat_b"), (0, 3), "smoke"), (0, 2))
     assert capsys.readouterr().out == (
         "softmax seed 0: the members' unfinished checkpoints are discarded (they had not all been written)\n"
         "yat_b seed 3: the members' checkpoints at step 40, written together, are put in place\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import ensemble
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
+from attngeom.jobs import ensemble
 from attngeom.training import runs
 from attngeom.training.train import PERTURBATION_SEED
 from attngeom.training.trajectory import perturbation

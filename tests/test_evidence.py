@@ -4,20 +4,21 @@ from pathlib import Path
 import pytest
 from bundle_tools import QK, copy_published, stop_after
 
-from attngeom import bundles, evidence, verify
-from attngeom.errors import InputError
-from attngeom.fetch import PUBLISHED_BUNDLES
-from attngeom.variants import PUBLISHED
+from attngeom.base.errors import InputError
+from attngeom.base.fetch import PUBLISHED_BUNDLES
+from attngeom.base.variants import PUBLISHED
+from attngeom.bundles import evidence, layout
+from attngeom.jobs import verify
 
 
 def _describe(root: Path, variants: tuple[str, ...] = PUBLISHED) -> evidence.Evidence:
-    models = bundles.load_models(root, variants)
+    models = layout.load_models(root, variants)
     ev, _, _, _ = verify.judge_evidence(root, models)
     return ev
 
 
 def _set_cfg(root: Path, **fields) -> None:
-    for path in root.rglob(bundles.RUN_JSON):
+    for path in root.rglob(layout.RUN_JSON):
         data = json.loads(path.read_text())
         data["cfg"].update(fields)
         path.write_text(json.dumps(data, indent=1))
@@ -30,7 +31,7 @@ def test_the_published_bundles_are_known_by_their_sha256(published_root):
 
 
 def test_paper_cfg_is_the_published_runs(published_root):
-    for m in bundles.load_models(published_root).values():
+    for m in layout.load_models(published_root).values():
         assert {k: m.cfg[k] for k in evidence.PAPER_CFG} == evidence.PAPER_CFG
 
 
@@ -83,7 +84,7 @@ def test_another_configuration_without_manifest_judges_only_what_holds_at_any_si
 
 
 def test_an_explicit_tier_that_disagrees_is_a_warning(published_root):
-    models = bundles.load_models(published_root)
+    models = layout.load_models(published_root)
     _, tier, warnings, hashes = verify.judge_evidence(published_root, models, "rerun")
     assert tier == "rerun" and len(hashes) == 2 * len(PUBLISHED) + len(PUBLISHED_BUNDLES)  # attn, geom; run JSONs
     assert len(warnings) == 1 and warnings[0].startswith("--tier rerun overrides the published tier")

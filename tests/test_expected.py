@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import claims, expected
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
+from attngeom.judgement import claims, expected
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 
@@ -38,8 +38,9 @@ def test_step_statistics_are_the_published_maps_and_their_bands_cover_the_author
     """rerun.json's per-step values are the published maps' statistics; the author's reruns fall inside the bands."""
     import numpy as np
 
-    from attngeom import fetch, stats
-    from attngeom.variants import strict_mask
+    from attngeom.base import fetch
+    from attngeom.base.variants import strict_mask
+    from attngeom.measures import stats
 
     published = fetch.fetch_bundles()
     telemetry = fetch.fetch_bundles(fetch.TELEMETRY_BUNDLES)

@@ -4,8 +4,9 @@ edges: tests/test_acceptance.py), the interval is tight, and a weight outside it
 import numpy as np
 import pytest
 
-from attngeom import export_rounding, laws, stats
-from attngeom.bundles import BundleModel
+from attngeom.bundles.layout import BundleModel
+from attngeom.geometry import export_rounding, laws
+from attngeom.measures import stats
 
 H, T, D = 2, 12, 8
 

@@ -27,9 +27,12 @@ from PIL import Image
 from report_tools import assert_consistent_set, command, environment, stray_temporaries
 from signals import as_in_a_terminal, held
 
-from attngeom import arrays, bundles, expected, figures_toy, schema
+from attngeom.base import schema
+from attngeom.base.errors import InputError
+from attngeom.bundles import arrays, layout
 from attngeom.cli import GRACE_S
-from attngeom.errors import InputError
+from attngeom.judgement import expected
+from attngeom.report import figures_toy
 
 RNG = random.Random(20261130)
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -251,11 +254,11 @@ def test_fuzzed_json_text_is_parsed_or_refused(text):
 )
 @FUZZ
 def test_fuzzed_run_json_is_read_or_refused(tmp_path_factory, doc, runs):
-    path = tmp_path_factory.mktemp("j") / bundles.RUN_JSON
+    path = tmp_path_factory.mktemp("j") / layout.RUN_JSON
     for document in (doc, {"runs": runs, "cfg": doc}):
         path.write_text(json.dumps(document))
         try:
-            data = bundles.read_run_json(path)
+            data = layout.read_run_json(path)
         except InputError:
             continue
         assert isinstance(data["runs"], list) and isinstance(data["cfg"], dict)
@@ -284,8 +287,8 @@ def small_bundle(tmp_path_factory) -> Path:
     q, k = rng.normal(size=(2, 5, 2, 6, 3)).astype(np.float16)
     w = np.tril(rng.uniform(size=(5, 2, 6, 6)))
     attn = (w / w.sum(-1, keepdims=True)).astype(np.float16)
-    bundles.write_attn_npz(folder / "attn_yat_b_s0.npz", np.arange(6), {0: attn, 5: attn})
-    bundles.write_geom_npz(folder / "geom_yat_b_s0.npz", np.arange(6), q, k, attn)
+    layout.write_attn_npz(folder / "attn_yat_b_s0.npz", np.arange(6), {0: attn, 5: attn})
+    layout.write_geom_npz(folder / "geom_yat_b_s0.npz", np.arange(6), q, k, attn)
     run = {
         "variant": "yat_b",
         "seed": 0,
@@ -293,13 +296,13 @@ def small_bundle(tmp_path_factory) -> Path:
         "b_learned": [[1.0, 2.0]] * 5,
         "eps_learned": [[0.1] * 2] * 5,
     }
-    (folder / bundles.RUN_JSON).write_text(json.dumps({"runs": [run], "cfg": {"STEPS": 6}}))
-    bundles.load_model(folder, "yat_b")
+    (folder / layout.RUN_JSON).write_text(json.dumps({"runs": [run], "cfg": {"STEPS": 6}}))
+    layout.load_model(folder, "yat_b")
     return folder
 
 
 @pytest.mark.faults
-@given(which=st.sampled_from(["attn_yat_b_s0.npz", "geom_yat_b_s0.npz", bundles.RUN_JSON]), edits=EDITS)
+@given(which=st.sampled_from(["attn_yat_b_s0.npz", "geom_yat_b_s0.npz", layout.RUN_JSON]), edits=EDITS)
 @FUZZ
 def test_fuzzed_bundle_files_are_loaded_or_refused(small_bundle, tmp_path_factory, which, edits):
     folder = tmp_path_factory.mktemp("fz")
@@ -307,7 +310,7 @@ def test_fuzzed_bundle_files_are_loaded_or_refused(small_bundle, tmp_path_factor
         shutil.copy(small_bundle / name, folder / name)
     (folder / which).write_bytes(mutated((small_bundle / which).read_bytes(), edits))
     try:
-        model = bundles.load_model(folder, "yat_b")
+        model = layout.load_model(folder, "yat_b")
     except InputError:
         return
     assert np.isfinite(model.q_LHTD).all() and model.attn_LHTT.shape[-1] == model.q_LHTD.shape[2]

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import fetch, files
-from attngeom.errors import InputError
+from attngeom.base import fetch, files
+from attngeom.base.errors import InputError
 
 URL = fetch.BUNDLE_BASE + "kgl_blog-attngeom-qk/yat_attention.json"
 
@@ -126,7 +126,7 @@ def test_the_report_says_where_each_input_came_from_and_on_what_cpu(fake_mirror,
     import os
     import platform
 
-    from attngeom import report
+    from attngeom.report import markdown
 
     fetched = fetch.fetch(URL)
     path = fetched.with_name(fetched.name + fetch.SIDECAR)
@@ -134,7 +134,7 @@ def test_the_report_says_where_each_input_came_from_and_on_what_cpu(fake_mirror,
     cached = fetch.fetch(URL)
     local = tmp_path / "local.json"
     local.write_text("{}")
-    prov = report.provenance({p: files.sha256_file(p) for p in (cached, local)}, {})
+    prov = markdown.provenance({p: files.sha256_file(p) for p in (cached, local)}, {})
     assert prov["sources"][str(local)] == {"source": "local"} and prov["sources"][str(cached)]["stale"]
     assert prov["machine"].endswith(f", {files.cpu_model()}, {os.cpu_count()} cores)")
     cpuinfo = Path("/proc/cpuinfo")
@@ -147,5 +147,5 @@ def test_the_report_says_where_each_input_came_from_and_on_what_cpu(fake_mirror,
         "claims": [],
         "provenance": {**prov, "git_commit": None, "date": "d", "command": "c", "expected_sha256": {}, "versions": {}},
     }
-    md = report.markdown(doc, {"models": {}})
+    md = markdown.markdown(doc, {"models": {}})
     assert "1 input(s) came from a stale download cache" in md and "**stale cache**" in md and "a local file" in md

@@ -12,8 +12,9 @@ import urllib.request
 import numpy as np
 import pytest
 
-from attngeom import cli, fetch
-from attngeom.errors import InputError
+from attngeom import cli
+from attngeom.base import fetch
+from attngeom.base.errors import InputError
 from attngeom.training import fidelity, original
 
 

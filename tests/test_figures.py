@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from attngeom import figures
+from attngeom.report import figures
 
 REPO = Path(__file__).resolve().parents[1]
 FRAMES = {

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from test_drawing import gif_frames
 
-from attngeom import figures_toy, toy
+from attngeom.geometry import toy
+from attngeom.report import figures_toy
 
 
 def test_owner_image_is_the_toy_map():

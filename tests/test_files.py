@@ -13,8 +13,8 @@ import mounts
 import numpy as np
 import pytest
 
-from attngeom import files
-from attngeom.errors import InputError
+from attngeom.base import files
+from attngeom.base.errors import InputError
 
 tmpfs = mounts.tmpfs  # the fixture
 

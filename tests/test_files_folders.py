@@ -8,7 +8,7 @@ from pathlib import Path
 import mounts
 import pytest
 
-from attngeom import files
+from attngeom.base import files
 
 tmpfs = mounts.tmpfs  # the fixture
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attngeom import files
+from attngeom.base import files
 
 
 def test_repo_and_versions(tmp_path: Path, monkeypatch):

@@ -21,8 +21,8 @@ from report_tools import (
     stray_temporaries,
 )
 
-from attngeom import fetch
-from attngeom.errors import InputError
+from attngeom.base import fetch
+from attngeom.base.errors import InputError
 
 tmpfs = mounts.tmpfs  # the fixture
 fill = mounts.fill
@@ -41,7 +41,7 @@ def test_verify_on_a_full_disk_is_2_naming_the_folder(published_root, tmp_path, 
 
 def test_a_full_disk_while_writing_a_file_is_2_naming_the_folder(tmp_path, tmpfs, monkeypatch, capsys):
     from attngeom import cli as cli_module
-    from attngeom.files import shown, write_atomic
+    from attngeom.base.files import shown, write_atomic
 
     disk = tmpfs(tmp_path / "disk", size="64k")
     monkeypatch.setattr(cli_module, "_run", lambda argv: write_atomic(disk / "checkpoint.npz", b"\0" * 200_000))

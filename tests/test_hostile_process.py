@@ -85,7 +85,7 @@ def _open_fds() -> list[str]:
 def test_a_descriptor_moved_to_null_leaves_no_other_open():
     """streams._to_null, in this process: an open descriptor (a pipe's end) now writes to /dev/null, a
     closed one is reopened there under its own number, and the descriptor /dev/null came on is closed."""
-    from attngeom import streams
+    from attngeom.base import streams
 
     read, write = os.pipe()
     try:
@@ -125,7 +125,7 @@ class _Reader:
 
 
 def test_a_stream_whose_reader_goes_away_writes_on_into_null():
-    from attngeom import streams
+    from attngeom.base import streams
 
     read, write = os.pipe()
     try:
@@ -143,7 +143,7 @@ def test_a_stream_whose_reader_goes_away_writes_on_into_null():
 
 
 def test_a_stream_still_broken_on_null_discards_what_was_left():
-    from attngeom import streams
+    from attngeom.base import streams
 
     class Broken(_Reader):
         def _call(self, *args):
@@ -167,7 +167,7 @@ def test_the_guard_opens_closed_descriptors_on_null_and_wraps_the_output_streams
     (closed then) is opened on its descriptor, UTF-8 with escapes, never closing the descriptor."""
     import io
 
-    from attngeom import streams
+    from attngeom.base import streams
 
     closed, moved = {0, 2}, []
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from attngeom import html_report
+from attngeom.report import page as html_report
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -169,7 +169,7 @@ def _stats_model(window: int = 128) -> dict:
 
 
 def test_statistics_table_says_what_the_markdown_says(tmp_path: Path):
-    from attngeom import report
+    from attngeom.report import markdown as report
 
     results = {
         "models": {"softmax": _stats_model(), "yat_b": {**_stats_model(), "best_val": 1.5169}},

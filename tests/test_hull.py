@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attngeom import hull
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
+from attngeom.geometry import hull
 
 
 def lp_only(k_NTD: np.ndarray) -> np.ndarray:

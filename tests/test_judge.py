@@ -2,9 +2,9 @@ import math
 
 import pytest
 
-from attngeom import claims, expected, judge
-from attngeom.judge import Judgement, passes
-from attngeom.variants import PUBLISHED
+from attngeom.base.variants import PUBLISHED
+from attngeom.judgement import claims, expected, judge
+from attngeom.judgement.judge import Judgement, passes
 
 
 @pytest.mark.parametrize(
@@ -188,7 +188,8 @@ def test_rerun_bands_cover_the_authors_own_rerun(tmp_path):
     """The telemetry rerun of yat_b (same seed and configuration) passes the rerun bands."""
     import numpy as np
 
-    from attngeom import fetch, stats
+    from attngeom.base import fetch
+    from attngeom.measures import stats
 
     root = fetch.fetch_bundles(fetch.TELEMETRY_BUNDLES)
     with np.load(root / "kgl_blog-yatattn-b-telem" / "attn_yat_b_s0.npz") as z:

@@ -14,10 +14,11 @@ from fake_kaggle import PROXY_VARS, FakeKaggle, point_client_at, settings_of, sy
 from fake_kaggle import kaggle_command as kaggle
 from trained_runs import restore_device_settings
 
-from attngeom import cli, ensemble
+from attngeom import cli
 from attngeom.backends import kaggle as kaggle_backend
 from attngeom.backends import kaggle_client
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR
+from attngeom.jobs import ensemble
 from attngeom.training.runs import require_complete
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,8 +6,8 @@ import pytest
 
 from attngeom.backends import kaggle_budget
 from attngeom.backends.kaggle_budget import MACHINES, largest_group
-from attngeom.errors import InputError
-from attngeom.flops import EFFICIENCY
+from attngeom.base.errors import InputError
+from attngeom.training.flops import EFFICIENCY
 
 T4X2 = MACHINES["NvidiaTeslaT4"]
 

@@ -12,7 +12,7 @@ from fake_kaggle import FakeKaggle, point_client_at
 
 from attngeom.backends.kaggle_client import connect, push_kernel
 from attngeom.backends.kaggle_kernel import build_kernel, definitions, source_archive
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 

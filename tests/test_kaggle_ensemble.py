@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from attngeom import ensemble
 from attngeom.backends import kaggle_ensemble
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
+from attngeom.jobs import ensemble
 
 STATE = {"members": 2, "preset": "smoke"}
 KERNEL = {"bundle": "attngeom-goat", "seed": 0, "variants": ["goat_v"]}

@@ -26,11 +26,11 @@ from attngeom.backends.kaggle_kernel import (
     kernel_metadata,
     source_archive,
 )
-from attngeom.bundles import load_models
-from attngeom.errors import InputError
-from attngeom.training.rerun import BUNDLES
+from attngeom.base.errors import InputError
+from attngeom.base.variants import PUBLISHED
+from attngeom.bundles.layout import load_models
+from attngeom.training.local_run import BUNDLES
 from attngeom.training.runs import require_complete
-from attngeom.variants import PUBLISHED
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").resolve()  # from the start

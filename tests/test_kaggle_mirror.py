@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from attngeom.errors import InputError
-from attngeom.fetch import fetch_corpus, mirror_dir
+from attngeom.base.errors import InputError
+from attngeom.base.fetch import fetch_corpus, mirror_dir
 
 
 def test_a_relative_mirror_is_read_as_an_absolute_path(monkeypatch, tmp_path):

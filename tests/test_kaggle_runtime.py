@@ -28,13 +28,14 @@ from fake_kaggle import FakeKaggle, point_client_at
 from fake_kaggle import kaggle_command as kaggle
 from trained_runs import restore_device_settings
 
-from attngeom import cli, ensemble
+from attngeom import cli
 from attngeom.backends import kaggle as kaggle_backend
 from attngeom.backends.docker import default_ca_bundle, docker_client
 from attngeom.backends.kaggle_kernel import GPU_LOCK, definitions, kernel_script, source_archive
 from attngeom.backends.kernel_main import lock_entry
-from attngeom.bundles import load_models
-from attngeom.files import REPO
+from attngeom.base.files import REPO
+from attngeom.bundles.layout import load_models
+from attngeom.jobs import ensemble
 from attngeom.training.runs import require_complete
 
 pytestmark = [pytest.mark.kaggle_runtime, pytest.mark.slow]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from attngeom.backends.kaggle_state import STATE_FILE, load_state, save_state
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
 KERNEL = {

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from attngeom import laws
+from attngeom.geometry import laws
 
 
 def test_available_masks():
@@ -69,9 +69,9 @@ def test_kernel_in_place_is_the_formula_in_its_order_bit_for_bit():
 def test_the_dot_products_of_the_published_bundles_are_exact_in_any_order(published_root):
     """laws.dots sums with BLAS: on the bundles' float16 values every partial sum is exact, so its bits
     are einsum's, which sums in another order."""
-    from attngeom import bundles
+    from attngeom.bundles import layout
 
-    for model in bundles.load_models(published_root).values():
+    for model in layout.load_models(published_root).values():
         q, k = (a.astype(np.float64) for a in (model.q_LHTD, model.k_LHTD))
         np.testing.assert_array_equal(laws.dots(q, k), np.einsum("...td,...sd->...ts", q, k))
 

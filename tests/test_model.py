@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from attngeom.base.train_config import PRESETS
 from attngeom.training import data
-from attngeom.training.config import PRESETS
 from attngeom.training.model import MODEL_VARIANTS, ModelConfig, build, kernel_scores, param_stats
 from attngeom.training.train import init_state, make_probe
 

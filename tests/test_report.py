@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from attngeom import report
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
+from attngeom.report import markdown as report
 
 
 def _row(cid: str, verdict: str, reason: str = "why") -> dict:
@@ -184,8 +184,8 @@ def test_md_code_round_trips(value: str):
 def trajectory_report() -> dict:
     """A report whose trajectories section holds a statistic measured on two trajectories, one measured on
     none, and a comparison that one trajectory breaks at step 1200."""
-    from attngeom import expected, trajectories
-    from attngeom.trajectories import Trajectory
+    from attngeom.judgement import expected, trajectories
+    from attngeom.judgement.trajectories import Trajectory
 
     claims = [
         e for e in expected.load_claims() if e["id"] in ("occupancy.yat_b.final", "scale.yat_b.0.5x", "inversion")
@@ -231,7 +231,7 @@ def test_markdown_shows_each_statistic_beside_the_trajectories_and_each_comparis
 
 
 def test_the_report_json_written_is_valid_against_its_schema_with_its_trajectories(tmp_path: Path):
-    from attngeom import schema
+    from attngeom.base import schema
 
     doc = trajectory_report()
     report.write_report(tmp_path, doc, {"models": {}})
@@ -245,8 +245,8 @@ def test_the_report_json_written_is_valid_against_its_schema_with_its_trajectori
 def test_a_comparison_counts_the_trajectories_its_pairings_used_not_those_that_lack_its_statistic():
     """At the end two yat_b trajectories are measured, but only one has a census (the other, like the
     author's telemetry reruns, has maps and no keys): the census comparison pairs that one alone."""
-    from attngeom import expected, trajectories
-    from attngeom.trajectories import Trajectory
+    from attngeom.judgement import expected, trajectories
+    from attngeom.judgement.trajectories import Trajectory
 
     claims = [e for e in expected.load_claims() if e["id"] == "census.kernel_fewer"]
     winners = {"distinct_winners": {"0": 30.0, "11999": 53.0}}

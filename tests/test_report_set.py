@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import html_report, report_set, schema
+from attngeom.base import schema
+from attngeom.report import outputs, page
 
 DRAWN = "ab" * 32  # the sha256 of the bundle file the figures were drawn from
 ENTRY = {"file": "a.gif", "title": "Hull crossing", "caption": "the orange body"}
@@ -18,20 +19,20 @@ def written(tmp_path, monkeypatch):
     """A report folder with a figure of DRAWN's bundles; `write(inputs)` verifies bundles of those sha256
     into it and says which files were parsed and which figure entries the page was given."""
     out = tmp_path / "report"
-    (out / html_report.FIGURES_DIR).mkdir(parents=True)
-    (out / html_report.FIGURES_DIR / "a.gif").write_bytes(b"GIF89a")
+    (out / page.FIGURES_DIR).mkdir(parents=True)
+    (out / page.FIGURES_DIR / "a.gif").write_bytes(b"GIF89a")
     meta = {"figures": [ENTRY], "inputs": [DRAWN]}
-    (out / html_report.FIGURES_DIR / html_report.FIGURES_JSON).write_text(json.dumps(meta), encoding="utf-8")
+    (out / page.FIGURES_DIR / page.FIGURES_JSON).write_text(json.dumps(meta), encoding="utf-8")
     parsed, pages = [], []
     read_json = schema.read_json
     monkeypatch.setattr(
         schema, "read_json", lambda path, *a, **k: parsed.append(Path(path).name) or read_json(path, *a, **k)
     )
-    monkeypatch.setattr(report_set, "write_report", lambda folder, report, results: (folder / "REPORT.md").touch())
-    monkeypatch.setattr(html_report, "write_html", lambda folder, report, results, figures: pages.append(figures))
+    monkeypatch.setattr(outputs, "write_report", lambda folder, report, results: (folder / "REPORT.md").touch())
+    monkeypatch.setattr(page, "write_html", lambda folder, report, results, figures: pages.append(figures))
 
     def write(inputs: list[str]) -> tuple[list[str], list]:
-        report_set.write_verified(out, {"provenance": {"inputs": {f"f{i}.npz": h for i, h in enumerate(inputs)}}}, {})
+        outputs.write_verified(out, {"provenance": {"inputs": {f"f{i}.npz": h for i, h in enumerate(inputs)}}}, {})
         return parsed, pages
 
     return out, write
@@ -40,12 +41,12 @@ def written(tmp_path, monkeypatch):
 def test_figures_of_the_judged_bundles_stay_and_their_json_is_read_once(written):
     out, write = written
     parsed, pages = write([DRAWN, "cd" * 32])
-    assert parsed == [html_report.FIGURES_JSON] and pages == [[ENTRY]]
-    assert (out / html_report.FIGURES_DIR / "a.gif").is_file() and (out / "REPORT.md").is_file()
+    assert parsed == [page.FIGURES_JSON] and pages == [[ENTRY]]
+    assert (out / page.FIGURES_DIR / "a.gif").is_file() and (out / "REPORT.md").is_file()
 
 
 def test_figures_of_other_bundles_are_left_out(written):
     out, write = written
     parsed, pages = write(["cd" * 32])
-    assert parsed == [html_report.FIGURES_JSON] and pages == [[]]
-    assert not (out / html_report.FIGURES_DIR).exists() and (out / "REPORT.md").is_file()
+    assert parsed == [page.FIGURES_JSON] and pages == [[]]
+    assert not (out / page.FIGURES_DIR).exists() and (out / "REPORT.md").is_file()

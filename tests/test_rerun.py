@@ -13,11 +13,14 @@ import numpy as np
 import pytest
 from trained_runs import SMOKE_SEEDS, XLA_ISAS, interrupt_training, restore_device_settings, same_as_the_whole_run
 
-from attngeom import bundles, cli, rerun, schema
-from attngeom.bundles import RUN_JSON, load_models
-from attngeom.errors import InputError
-from attngeom.training import config, device, runs, train
-from attngeom.variants import BUNDLES, PUBLISHED
+from attngeom import cli
+from attngeom.base import schema, train_config
+from attngeom.base.errors import InputError
+from attngeom.base.variants import BUNDLES, PUBLISHED
+from attngeom.bundles import layout
+from attngeom.bundles.layout import RUN_JSON, load_models
+from attngeom.jobs import rerun
+from attngeom.training import device, runs, train
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,7 +31,7 @@ def ctrl_c(*args, **kwargs):
 
 
 def test_preset_names_match_the_presets():
-    assert config.PRESET_NAMES == tuple(config.PRESETS)
+    assert train_config.PRESET_NAMES == tuple(train_config.PRESETS)
 
 
 @pytest.fixture
@@ -50,7 +53,7 @@ def test_smoke_reruns_train_write_and_pass_verification_on_every_seed(smoke_runs
     assert f", XLA CPU ISA {isa_named}" in manifest["machine"]
     assert {"report/REPORT.md", "report/report.json", "attngeom-qk/yat_attention.json"} <= set(manifest["files"])
     logged = [json.loads(line) for line in (run.path / runs.TRAIN_LOG).read_text().splitlines()]
-    steps = config.PRESETS["smoke"].steps
+    steps = train_config.PRESETS["smoke"].steps
     assert [(r["variant"], r["seed"], r["step"]) for r in logged] == [
         (v, seed, s)
         for members in BUNDLES.values()
@@ -167,7 +170,7 @@ def test_bad_options_are_one_line_errors(tmp_path, monkeypatch, capsys, args, me
 def test_rerun_records_the_maps_on_more_windows(smoke_run):
     out = smoke_run
     assert runs.require_complete(out)["windows"] == 16
-    cfg = config.PRESETS["smoke"]
+    cfg = train_config.PRESETS["smoke"]
     W, L, H, T, D = 16, cfg.model.layers, cfg.model.heads, cfg.model.seq_len, cfg.model.head_dim
     steps = list(cfg.telemetry_steps())
     for variant, model in load_models(out, PUBLISHED).items():
@@ -253,7 +256,7 @@ def test_a_time_limited_run_whose_judging_failed_resumes_to_the_whole_schedule(
         m.setattr(rerun, "run_verify", ctrl_c)
         opts = ["rerun", "--preset", "smoke", "--variants", "softmax", "--quiet"]
         assert cli.main([*opts, "--time-limit", "0.001", "--out", str(out)]) == 130
-    first = train.chunk_plan(config.PRESETS["smoke"])[0][1]
+    first = train.chunk_plan(train_config.PRESETS["smoke"])[0][1]
     cut = json.loads((out / runs.MANIFEST).read_text())
     assert (cut["completed"], cut["stopped_after"], cut["stopped_by"]) == (False, first - 1, "time limit")
     capsys.readouterr()
@@ -263,7 +266,7 @@ def test_a_time_limited_run_whose_judging_failed_resumes_to_the_whole_schedule(
     assert whole["stopped_after"] is None and whole["stopped_by"] is None
     assert [(s["from_steps"], s["to_steps"]) for s in whole["segments"]] == [
         ({"softmax_s0": 0}, {"softmax_s0": first}),
-        ({"softmax_s0": first}, {"softmax_s0": config.PRESETS["smoke"].steps}),
+        ({"softmax_s0": first}, {"softmax_s0": train_config.PRESETS["smoke"].steps}),
     ]
     same_as_the_whole_run(smoke_run, out, ("softmax",), 0)
 
@@ -345,8 +348,8 @@ def _result(seed: int, curve: list[dict]) -> train.RunResult:
 
 
 def test_run_json_summarises_every_seed():
-    doc = bundles.run_json(
-        [_result(0, [{"step": 2, "val": 1.0}]), _result(1, [{"step": 2, "val": 2.0}])], config.PRESETS["smoke"]
+    doc = layout.run_json(
+        [_result(0, [{"step": 2, "val": 1.0}]), _result(1, [{"step": 2, "val": 2.0}])], train_config.PRESETS["smoke"]
     )
     assert doc["summary"]["yat_b"]["best_val_mean"] == 1.5 and doc["summary"]["yat_b"]["best_val_std"] == 0.5
     assert [list(r)[:6] for r in doc["runs"]][0] == ["variant", "seed", "best_val", "bpc", "curve", "score_max"]
@@ -354,8 +357,8 @@ def test_run_json_summarises_every_seed():
 
 
 def test_a_run_stopped_before_its_first_evaluation_says_so_in_its_run_json():
-    cfg = config.preset("paper", stop_after=2)
-    doc = bundles.run_json([_result(0, [])], cfg)
+    cfg = train_config.preset("paper", stop_after=2)
+    doc = layout.run_json([_result(0, [])], cfg)
     assert {k: doc["runs"][0][k] for k in ("best_val", "bpc", "curve", "score_max")} == {
         "best_val": None,
         "bpc": None,
@@ -364,7 +367,7 @@ def test_a_run_stopped_before_its_first_evaluation_says_so_in_its_run_json():
     }
     assert doc["summary"]["yat_b"] == {"best_val_mean": None, "best_val_std": None, "bpc_mean": None}
     schema.check(json.loads(json.dumps(doc)), schema.RUN_JSON, "run JSON")  # the reader accepts it
-    seeds = bundles.run_json([_result(0, []), _result(1, [{"step": 500, "val": 2.0}])], cfg)["summary"]["yat_b"]
+    seeds = layout.run_json([_result(0, []), _result(1, [{"step": 500, "val": 2.0}])], cfg)["summary"]["yat_b"]
     assert seeds["best_val_mean"] == 2.0  # over the seeds that reached an evaluation
 
 

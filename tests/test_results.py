@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from attngeom import results
-from attngeom.bundles import BundleModel
+from attngeom.bundles.layout import BundleModel
+from attngeom.measures import results
 
 L, H, T, D = 4, 2, 8, 3
 
@@ -62,8 +62,8 @@ def test_results_are_plain_json(softmax):
 def test_each_step_statistic_is_read_back_by_its_claim_function(softmax):
     """A band of rerun.json's steps names a statistic of statistics.STEP_STATISTICS; the claim function
     claims.STEP_CLAIMS gives for it reads back from results.json the value that statistic measures."""
-    from attngeom.claims import STEP_CLAIMS
-    from attngeom.statistics import STEP_STATISTICS, by_step
+    from attngeom.judgement.claims import STEP_CLAIMS
+    from attngeom.measures.table import STEP_STATISTICS, by_step
 
     assert STEP_CLAIMS.keys() == STEP_STATISTICS.keys()
     measured = by_step(_model())

@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from trained_runs import restore_device_settings, same_files, trained_in_process
 
-from attngeom import cli, fetch
-from attngeom.files import is_temporary
+from attngeom import cli
+from attngeom.base import fetch
+from attngeom.base.files import is_temporary
 from attngeom.training import data, runs, trajectory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -210,7 +211,7 @@ def test_a_runs_files_leave_out_checkpoints_and_a_killed_writers_leftovers(tmp_p
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(name)
     assert sorted(runs.file_hashes(tmp_path)) == ["a.npz", "b/c.json"]
-    from attngeom.files import remove_temporaries
+    from attngeom.base.files import remove_temporaries
 
     assert sorted(remove_temporaries(tmp_path)) == [".a.npz.k2j3.tmp", ".report.9.tmp", "report/.r.json.1x.tmp"]
     assert not any(is_temporary(p.name) for p in tmp_path.rglob("*"))

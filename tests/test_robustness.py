@@ -16,8 +16,12 @@ from bundle_tools import (
     rewrite_npz,
 )
 
-from attngeom import bundles, claims, html_report, report, results, robustness, statistics
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
+from attngeom.bundles import layout
+from attngeom.judgement import claims, robustness
+from attngeom.measures import results, table
+from attngeom.report import markdown
+from attngeom.report import page as html_report
 
 REPO = Path(__file__).resolve().parents[1]
 W = 3
@@ -28,24 +32,24 @@ def windowed_root(published_root, tmp_path_factory) -> Path:
     """The published bundles with W windows per model, and a second softmax seed with its own windows."""
     root = copy_published(published_root, tmp_path_factory.mktemp("windows") / "b")
     add_seed(root / QK, "softmax", 1, best_val=1.5)
-    models = bundles.load_models(root)
+    models = layout.load_models(root)
     for m in models.values():
         add_windows(m, W)
-    add_windows(bundles.load_model(root / QK, "softmax", 1), W, seed=1)
+    add_windows(layout.load_model(root / QK, "softmax", 1), W, seed=1)
     return root
 
 
 @pytest.fixture(scope="module")
 def measured(windowed_root):
-    models = bundles.load_models(windowed_root)
-    robust, files = robustness.measure(bundles.list_bundles(windowed_root), models)
+    models = layout.load_models(windowed_root)
+    robust, files = robustness.measure(layout.list_bundles(windowed_root), models)
     return models, robust, files
 
 
 def direct(model) -> dict:
     """Every statistic of a one-window model, through results.py and the table's reading of results.json."""
     r = {"models": {"m": results.model_results(model)}}
-    return {key: statistics.value(r, "m", key) for key in statistics.applicable(model)}
+    return {key: table.value(r, "m", key) for key in table.applicable(model)}
 
 
 def test_every_window_and_seed_is_found(measured, windowed_root):
@@ -64,9 +68,9 @@ def test_aggregates_equal_a_direct_computation(measured, windowed_root):
         seeds = robust[variant]["seeds"]
         per_seed = {}
         for s in seeds:
-            model = model0 if s == 0 else bundles.load_model(windowed_root / QK, variant, s)
-            ev = bundles.load_windowed(model.files["geom"].parent, variant, s, model)
-            per_seed[s] = [direct(bundles.window(ev, w)) for w in range(W)]
+            model = model0 if s == 0 else layout.load_model(windowed_root / QK, variant, s)
+            ev = layout.load_windowed(model.files["geom"].parent, variant, s, model)
+            per_seed[s] = [direct(layout.window(ev, w)) for w in range(W)]
         section = robust[variant]
         for key in section["counts"]:
             assert section["counts"][key]["count"] == sum(d[key] for ws in per_seed.values() for d in ws)
@@ -103,20 +107,20 @@ def test_a_tampered_window_flips_the_theorem_count(windowed_root, tmp_path):
     k = npz_array(path, "k_WLHTD")
     k[2, 1, 3, 40] = k[2, 1, 3, 100]  # a duplicated key lies in the others' hull, and so does its twin
     rewrite_npz(path, k_WLHTD=k)
-    robust, _ = robustness.measure(bundles.list_bundles(root), bundles.load_models(root))
+    robust, _ = robustness.measure(layout.list_bundles(root), layout.load_models(root))
     assert robust["yat_b"]["counts"]["keys_inside_hull"]["count"] == 2
     assert robust["yat_b"]["counts"]["keys_inside_hull"]["per_seed"]["0"] == [0, 0, 2]
     assert robust["softmax"]["counts"]["keys_inside_hull"]["count"] == 0
     assert (
         f"**2 of {robust['yat_b']['counts']['keys_inside_hull']['out_of']:,}** (the published value is 0)"
-        in "\n".join(report.robustness_lines(robust))
+        in "\n".join(markdown.robustness_lines(robust))
     )
 
 
 def test_one_window_of_one_seed_adds_nothing(published_root):
-    models = bundles.load_models(published_root)
-    assert robustness.measure(bundles.list_bundles(published_root), models) == ({}, [])
-    assert "one window of one seed" in report.robustness_lines({})[0]
+    models = layout.load_models(published_root)
+    assert robustness.measure(layout.list_bundles(published_root), models) == ({}, [])
+    assert "one window of one seed" in markdown.robustness_lines({})[0]
 
 
 def corrupt(root: Path, **arrays) -> Path:
@@ -139,7 +143,7 @@ def test_a_malformed_windows_file_is_one_input_error(windowed_root, tmp_path, ta
     path = root / GOAT / "windows_goat_v_s0.npz"
     rewrite_npz(path, **tamper(path))
     with pytest.raises(InputError, match=match) as info:
-        robustness.measure(bundles.list_bundles(root), bundles.load_models(root))
+        robustness.measure(layout.list_bundles(root), layout.load_models(root))
     assert "windows_goat_v_s0.npz" in str(info.value)
 
 

@@ -15,7 +15,9 @@ import numpy as np
 import pytest
 from bundle_tools import write_bundle
 
-from attngeom import bundles, robustness, statistics
+from attngeom.bundles import layout
+from attngeom.judgement import robustness
+from attngeom.measures import table
 
 L, H, T, D = 1, 2, 4, 2
 STEPS = (0, 5, 9)
@@ -42,7 +44,7 @@ def write_model(folder: Path, variant: str, seed: int, fixed: tuple[float, float
         tokens_WT = np.stack([tokens_T, *(np.arange(T) + w for w in range(1, W))])
         maps = {s: np.repeat(MAP_LHTT[None], W, axis=0) for s in STEPS}
         q_WLHTD = np.stack([carrying(p) for p in windows])
-        bundles.write_windows_npz(bundles.windows_file(folder, variant, seed), tokens_WT, maps, q_WLHTD, q_WLHTD)
+        layout.write_windows_npz(layout.windows_file(folder, variant, seed), tokens_WT, maps, q_WLHTD, q_WLHTD)
 
 
 @pytest.fixture
@@ -51,12 +53,12 @@ def calls(monkeypatch) -> list:
     mean_norm_entropy_final = a and keys_inside_hull = c; each call's pairs are recorded, in order."""
     seen = []
 
-    def on_every_window(measures: statistics.Measures) -> dict[str, np.ndarray]:
+    def on_every_window(measures: table.Measures) -> dict[str, np.ndarray]:
         pairs_W2 = measures.model.q_LHTD[:, 0, 0, 0].astype(np.float64)
         seen.append(pairs_W2.tolist())
         return {"mean_norm_entropy_final": pairs_W2[:, 0], "keys_inside_hull": pairs_W2[:, 1].astype(int)}
 
-    monkeypatch.setattr(statistics, "on_every_window", on_every_window)
+    monkeypatch.setattr(table, "on_every_window", on_every_window)
     return seen
 
 
@@ -103,7 +105,7 @@ def test_the_published_value_is_the_first_quote_of_that_function_on_exactly_thos
 
 def test_every_seed_of_a_variant_is_read_from_its_own_folder(tmp_path):
     own, other = tmp_path / "own", tmp_path / "other"
-    listing = bundles.Listing(
+    listing = layout.Listing(
         tmp_path,
         {("softmax", 2): other / "a", ("softmax", 0): other / "b", ("plain", 1): other / "c", ("softmax", 1): own},
         (),
@@ -117,9 +119,9 @@ def test_every_seed_of_a_variant_is_read_from_its_own_folder(tmp_path):
     assert [list(seeds) for seeds in sources.values()] == [[0, 1, 2], [1, 3]]  # seeds in order
 
 
-def plain_of(folder: Path, variant: str = "softmax") -> tuple[bundles.BundleModel, statistics.Measures]:
-    model = bundles.load_model(folder, variant, 0)
-    return model, statistics.Measures.of(model)
+def plain_of(folder: Path, variant: str = "softmax") -> tuple[layout.BundleModel, table.Measures]:
+    model = layout.load_model(folder, variant, 0)
+    return model, table.Measures.of(model)
 
 
 def test_the_judged_seed_takes_window_0_from_the_plain_pass_and_the_rest_from_its_windows_file(tmp_path, calls):
@@ -168,7 +170,7 @@ def test_another_seed_is_read_whole_from_its_own_files(tmp_path, calls):
 def test_one_models_section_counts_and_summarises_every_window_of_every_seed(tmp_path):
     write_model(tmp_path, "softmax", 0, (0.5, 1), windows=[(0.5, 1), (1.5, 3)])
     write_model(tmp_path, "softmax", 2, (1.0, 0))
-    per_seed = {2: bundles.load_windowed(tmp_path, "softmax", 2), 0: bundles.load_windowed(tmp_path, "softmax", 0)}
+    per_seed = {2: layout.load_windowed(tmp_path, "softmax", 2), 0: layout.load_windowed(tmp_path, "softmax", 0)}
     values = {  # seed 2 first: the section orders them
         2: {k: np.array(v) for k, v in (("scale_moved_rows", [2]), ("keys_inside_hull", [0]))}
         | {"mean_norm_entropy_final": np.array([1.0]), "winner_is_nearest": np.array([0.5])},
@@ -224,7 +226,7 @@ def test_one_models_section_counts_and_summarises_every_window_of_every_seed(tmp
 
 
 def measured(root: Path, variants: tuple[str, ...] = ("softmax",), **given) -> tuple[dict, list[Path]]:
-    return robustness.measure(bundles.list_bundles(root), bundles.load_models(root, variants), **given)
+    return robustness.measure(layout.list_bundles(root), layout.load_models(root, variants), **given)
 
 
 def test_one_window_of_one_seed_measures_nothing(tmp_path, calls):
@@ -283,8 +285,8 @@ def test_every_model_and_seed_measured_and_every_file_read_listed_once(tmp_path,
 
 def test_the_plain_pass_given_is_the_judged_window_and_the_claims_file_is_read_when_none_are_given(tmp_path, calls):
     write_model(tmp_path, "softmax", 0, (0.5, 1), windows=[(0.5, 1), (1.5, 3)])
-    model = bundles.load_model(tmp_path, "softmax", 0)
-    given = statistics.Measures.of(replace(model, q_LHTD=carrying((0.25, 7))))  # another fixed window's
+    model = layout.load_model(tmp_path, "softmax", 0)
+    given = table.Measures.of(replace(model, q_LHTD=carrying((0.25, 7))))  # another fixed window's
     section, _ = measured(tmp_path, plain={"softmax": given}, claims=[])
     assert section["softmax"]["counts"]["keys_inside_hull"]["per_seed"] == {"0": [7, 3]}
     assert section["softmax"]["statistics"]["mean_norm_entropy_final"]["published"] is None

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attngeom.errors import InputError
-from attngeom.files import machine
+from attngeom.base.errors import InputError
+from attngeom.base.files import machine
 from attngeom.training import runs
 
 REPO = Path(__file__).resolve().parents[1]

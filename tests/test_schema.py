@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from attngeom import schema
-from attngeom.errors import InputError
+from attngeom.base import schema
+from attngeom.base.errors import InputError
 
 
 def test_nesting_is_counted_without_recursion_and_ignores_strings():
@@ -86,7 +86,7 @@ def test_a_sound_document_passes():
 
 
 def test_the_shipped_expected_files_meet_their_schemas():
-    from attngeom.expected import EXPECTED_DIR
+    from attngeom.judgement.expected import EXPECTED_DIR
 
     schema.check(json.loads((EXPECTED_DIR / "claims.json").read_text()), schema.CLAIMS_JSON, "claims.json")
     schema.check(json.loads((EXPECTED_DIR / "rerun.json").read_text()), schema.RERUN_JSON, "rerun.json")

@@ -10,8 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from attngeom import bundles, claims, laws, results, statistics, stats
-from attngeom.bundles import BundleModel
+from attngeom.bundles import layout
+from attngeom.bundles.layout import BundleModel
+from attngeom.geometry import laws
+from attngeom.judgement import claims
+from attngeom.measures import results, stats, table
 
 L, H, T, D = 4, 2, 8, 3
 
@@ -45,17 +48,17 @@ def judged(request) -> tuple[BundleModel, dict]:
 
 def test_results_hold_every_statistic_the_model_can_show(judged):
     model, res = judged
-    measures = statistics.Measures.of(model)
-    for key, stat in statistics.applicable(model).items():
-        assert statistics.value(res, "m", key) == pytest.approx(float(stat.per_window(measures)[0]), abs=1e-9), key
-    assert ("reconstruction_max_abs" in statistics.applicable(model)) == (model.b_LH is not None)
+    measures = table.Measures.of(model)
+    for key, stat in table.applicable(model).items():
+        assert table.value(res, "m", key) == pytest.approx(float(stat.per_window(measures)[0]), abs=1e-9), key
+    assert ("reconstruction_max_abs" in table.applicable(model)) == (model.b_LH is not None)
 
 
 def test_each_quoted_statistic_is_what_its_claim_function_reads(judged):
     """The claim function quoting a statistic returns the statistic computed from the model's arrays."""
     model, res = judged
-    measures = statistics.Measures.of(model)
-    quoted = {key: stat for key, stat in statistics.applicable(model).items() if stat.claim is not None}
+    measures = table.Measures.of(model)
+    quoted = {key: stat for key, stat in table.applicable(model).items() if stat.claim is not None}
     assert {"scale_moved_rows", "mean_norm_entropy_final"} <= set(quoted)
     for key, stat in quoted.items():
         function, args = stat.claim
@@ -65,10 +68,10 @@ def test_each_quoted_statistic_is_what_its_claim_function_reads(judged):
 
 def test_the_window_axis_gives_the_same_values_window_by_window(judged):
     model, _ = judged
-    one = statistics.on_every_window(statistics.Measures.of(model))
-    windowed = bundles.fixed_window_only(model)
-    two = bundles.window(replace(windowed, **_twice(windowed)), slice(None))
-    both = statistics.on_every_window(statistics.Measures(two))
+    one = table.on_every_window(table.Measures.of(model))
+    windowed = layout.fixed_window_only(model)
+    two = layout.window(replace(windowed, **_twice(windowed)), slice(None))
+    both = table.on_every_window(table.Measures(two))
     for key, values in one.items():
         assert both[key].shape == (2,) and both[key] == pytest.approx(np.repeat(values, 2), abs=1e-12), key
 
@@ -78,7 +81,7 @@ def test_windows_in_blocks_give_the_values_of_one_batch(judged, monkeypatch):
     model, _ = judged
     rng = np.random.default_rng(2)
     order_WT = np.stack([np.arange(T), *(rng.permutation(T) for _ in range(2))])
-    windowed = bundles.fixed_window_only(model)
+    windowed = layout.fixed_window_only(model)
     shuffled = replace(
         windowed,
         tokens_T=np.repeat(windowed.tokens_T, 3, 0),
@@ -87,10 +90,10 @@ def test_windows_in_blocks_give_the_values_of_one_batch(judged, monkeypatch):
         k_LHTD=np.moveaxis(model.k_LHTD[:, :, order_WT], 2, 0),
         attn_LHTT=np.repeat(windowed.attn_LHTT, 3, 0),
     )
-    whole = statistics.on_every_window(statistics.Measures(shuffled))
-    monkeypatch.setattr(statistics.blocks, "BLOCK_BYTES", 1)
-    assert len(statistics.Measures(shuffled).spans()) == 3
-    parts = statistics.on_every_window(statistics.Measures(shuffled))
+    whole = table.on_every_window(table.Measures(shuffled))
+    monkeypatch.setattr(table.blocks, "BLOCK_BYTES", 1)
+    assert len(table.Measures(shuffled).spans()) == 3
+    parts = table.on_every_window(table.Measures(shuffled))
     assert parts.keys() == whole.keys()
     for key, values in whole.items():
         np.testing.assert_array_equal(parts[key], values, err_msg=key)
@@ -101,8 +104,8 @@ def test_the_table_reads_the_maps_of_the_first_and_last_steps_only(judged):
     step's map would see it gone here, and fail."""
     model, _ = judged
     steps = {0: model.maps[0], 4: model.maps[0] * 0, 9: model.maps[9]}
-    every = statistics.on_every_window(statistics.Measures.of(replace(model, maps=steps)))
-    ends = statistics.on_every_window(statistics.Measures.of(replace(model, maps={0: steps[0], 9: steps[9]})))
+    every = table.on_every_window(table.Measures.of(replace(model, maps=steps)))
+    ends = table.on_every_window(table.Measures.of(replace(model, maps={0: steps[0], 9: steps[9]})))
     assert every.keys() == ends.keys()
     for key, values in every.items():
         np.testing.assert_array_equal(ends[key], values, err_msg=key)
@@ -120,13 +123,13 @@ def _twice(windowed: BundleModel) -> dict:
 
 
 def test_the_new_statistic_is_in_results_and_the_report(judged):
-    from attngeom import report
+    from attngeom.report import markdown
 
     model, res = judged
     share = res["models"]["m"]["winner_share_final"]
     assert 0 < share <= 1
-    _, rows = report.statistics_rows(res)
-    assert (statistics.TABLE["winner_share_final"].label, [f"{share:.4f}"]) in rows
+    _, rows = markdown.statistics_rows(res)
+    assert (table.TABLE["winner_share_final"].label, [f"{share:.4f}"]) in rows
 
 
 # --- the share of its row the winner holds, on rows made by the laws -----------------------------
@@ -181,8 +184,8 @@ def test_a_statistic_with_a_per_step_twin_equals_it_at_its_checkpoint(judged):
     even = laws.available_TT(T, model.strict) / laws.available_TT(T, model.strict).sum(-1, keepdims=True).clip(1)
     first = np.broadcast_to(np.nan_to_num(even), model.maps[0].shape).astype(np.float16)
     model = replace(model, maps={0: first, 9: model.maps[9]})  # step 0's map differs from the last one
-    recorded = statistics.by_step(model, final=True)
-    twins = {key: s for key, s in statistics.TABLE.items() if s.per_step is not None}
+    recorded = table.by_step(model, final=True)
+    twins = {key: s for key, s in table.TABLE.items() if s.per_step is not None}
     assert set(twins) == {"distinct_winners_first", "distinct_winners_last", "mean_norm_entropy_final"}
     for key, s in twins.items():
         at, other = ("0", "9") if s.checkpoint == "first" else ("9", "0")
@@ -203,15 +206,15 @@ def _three_steps(model: BundleModel) -> BundleModel:
 
 
 def test_at_picks_the_first_or_the_last_step():
-    assert statistics._at("first")([3, 5, 7]) == 3
-    assert statistics._at("last")([3, 5, 7]) == 7
+    assert table._at("first")([3, 5, 7]) == 3
+    assert table._at("last")([3, 5, 7]) == 7
 
 
 @pytest.mark.parametrize("step,at,index", [("first", 0, 0), ("last", 9, -1)])
 def test_distinct_winners_is_a_statistic_of_its_own_checkpoint(judged, step, at, index):
     model, _ = judged
     model = _three_steps(model)
-    s = statistics._distinct_winners(step)
+    s = table._distinct_winners(step)
     assert (s.label, s.unit, s.claim) == (
         f"distinct winners, {step} checkpoint (mean over heads)",
         "keys",
@@ -220,17 +223,17 @@ def test_distinct_winners_is_a_statistic_of_its_own_checkpoint(judged, step, at,
     assert (s.checkpoint, s.per_step, s.needs, s.out_of, s.fmt) == (step, "distinct_winners", "any", None, ".4f")
     entry = {"occupancy_by_step": {"0": 0.25, "5": 0.375, "9": 0.5}, "setup": {"window": 8}}
     assert s.read(entry) == [2.0, 3.0, 4.0][index]
-    windowed = bundles.fixed_window_only(model)
+    windowed = layout.fixed_window_only(model)
     two = replace(windowed, **_twice(windowed))
     two = replace(two, maps={k: np.concatenate([m[:1], m[:1, ..., ::-1]]) for k, m in two.maps.items()})
     want = stats.MapRows(two.maps[at], model.strict).occupancy.mean((1, 2)) * T
     assert want.shape == (2,) and want[0] != want[1]
-    np.testing.assert_array_equal(s.per_window(statistics.Measures(two)), want)
+    np.testing.assert_array_equal(s.per_window(table.Measures(two)), want)
 
 
 def test_map_rows_read_a_strict_model_as_strict(judged):
     model, _ = judged
-    m = statistics.Measures.of(model)
+    m = table.Measures.of(model)
     rows = stats.MapRows(model.maps[9][None], model.strict)
     np.testing.assert_array_equal(m.occupancy(9), rows.occupancy)
     np.testing.assert_array_equal(m.entropy(9), rows.entropy)
@@ -239,10 +242,10 @@ def test_map_rows_read_a_strict_model_as_strict(judged):
 def test_by_step_states_the_validation_curve_and_the_final_statistics_only_when_asked(judged):
     model, _ = judged
     model = replace(model, run=model.run | {"curve": [{"step": 5, "val": 1.23456789}, {"step": 9, "val": 2.0}]})
-    recorded = statistics.by_step(model)
+    recorded = table.by_step(model)
     assert "final" not in recorded
     assert recorded["validation_loss"] == {"5": 1.234568, "9": 2.0}
-    assert statistics.by_step(replace(model, run={}))["validation_loss"] == {}
+    assert table.by_step(replace(model, run={}))["validation_loss"] == {}
 
 
 @pytest.mark.parametrize(
@@ -258,36 +261,36 @@ def test_by_step_states_the_validation_curve_and_the_final_statistics_only_when_
     ],
 )
 def test_the_last_checkpoint_is_counted_as_the_steps_run(checkpoints, steps, labels):
-    assert statistics.checkpoint_labels(checkpoints, steps) == labels
+    assert table.checkpoint_labels(checkpoints, steps) == labels
 
 
 def test_value_reads_a_table_name_before_where_results_json_has_long_held_it():
     entry = {"scale_moved_rows": 7, "scale_changed_rows": {"0.5": 1, "2.0": 2}}
-    assert statistics.value({"models": {"m": entry}}, "m", "scale_moved_rows") == 7
-    assert statistics.value({"models": {"m": entry | {"scale_moved_rows": None}}}, "m", "scale_moved_rows") is None
+    assert table.value({"models": {"m": entry}}, "m", "scale_moved_rows") == 7
+    assert table.value({"models": {"m": entry | {"scale_moved_rows": None}}}, "m", "scale_moved_rows") is None
     del entry["scale_moved_rows"]
-    assert statistics.value({"models": {"m": entry}}, "m", "scale_moved_rows") == 3
-    assert statistics.value({"models": {"m": {"winner_share_final": 0.5}}}, "m", "winner_share_final") == 0.5
+    assert table.value({"models": {"m": entry}}, "m", "scale_moved_rows") == 3
+    assert table.value({"models": {"m": {"winner_share_final": 0.5}}}, "m", "winner_share_final") == 0.5
 
 
 def test_a_block_of_every_window_is_the_model_itself(judged):
     model, _ = judged
-    windowed = bundles.fixed_window_only(model)
-    two = statistics.Measures(replace(windowed, **_twice(windowed)))
+    windowed = layout.fixed_window_only(model)
+    two = table.Measures(replace(windowed, **_twice(windowed)))
     assert two.part(slice(0, 2)) is two
     assert two.part(slice(1, 2)) is not two and two.part(slice(1, 2)).windows == 1
 
 
 def test_blocks_hold_as_many_windows_as_fit_in_block_bytes(judged, monkeypatch):
     model, _ = judged
-    windowed = bundles.fixed_window_only(model)
+    windowed = layout.fixed_window_only(model)
     three = replace(
         windowed, **{k: np.concatenate([v, v[:1]]) if k != "maps" else v for k, v in _twice(windowed).items()}
     )
-    monkeypatch.setattr(statistics.blocks, "BLOCK_BYTES", 2 * L * H * T * T * 8)  # two windows of float64 scores
-    assert statistics.Measures(three).spans() == [slice(0, 2), slice(2, 3)]
-    monkeypatch.setattr(statistics.blocks, "BLOCK_BYTES", 2 * L * H * T * T * 8 - 1)
-    assert statistics.Measures(three).spans() == [slice(0, 1), slice(1, 2), slice(2, 3)]
+    monkeypatch.setattr(table.blocks, "BLOCK_BYTES", 2 * L * H * T * T * 8)  # two windows of float64 scores
+    assert table.Measures(three).spans() == [slice(0, 2), slice(2, 3)]
+    monkeypatch.setattr(table.blocks, "BLOCK_BYTES", 2 * L * H * T * T * 8 - 1)
+    assert table.Measures(three).spans() == [slice(0, 1), slice(1, 2), slice(2, 3)]
 
 
 def test_the_census_and_the_sweep_run_once_for_every_block(judged, monkeypatch):
@@ -297,10 +300,10 @@ def test_the_census_and_the_sweep_run_once_for_every_block(judged, monkeypatch):
     import time
 
     model, _ = judged
-    windowed = bundles.fixed_window_only(model)
+    windowed = layout.fixed_window_only(model)
     two = replace(windowed, **_twice(windowed))
     calls = {"census": 0, "sweep": 0}
-    census, sweep = statistics.hull.inside_hull, statistics.stats.scale_sweep
+    census, sweep = table.hull.inside_hull, table.stats.scale_sweep
 
     def counted(name, fn):
         def run(*args, **kwargs):
@@ -310,11 +313,11 @@ def test_the_census_and_the_sweep_run_once_for_every_block(judged, monkeypatch):
 
         return run
 
-    monkeypatch.setattr(statistics.hull, "inside_hull", counted("census", census))
-    monkeypatch.setattr(statistics.stats, "scale_sweep", counted("sweep", sweep))
-    monkeypatch.setattr(statistics.blocks, "BLOCK_BYTES", 1)
-    monkeypatch.setattr(statistics.blocks, "cores", lambda: 2)
-    monkeypatch.setattr(statistics.blocks, "_RUNNING", threading.BoundedSemaphore(2))
-    values = statistics.on_every_window(statistics.Measures(two))
+    monkeypatch.setattr(table.hull, "inside_hull", counted("census", census))
+    monkeypatch.setattr(table.stats, "scale_sweep", counted("sweep", sweep))
+    monkeypatch.setattr(table.blocks, "BLOCK_BYTES", 1)
+    monkeypatch.setattr(table.blocks, "cores", lambda: 2)
+    monkeypatch.setattr(table.blocks, "_RUNNING", threading.BoundedSemaphore(2))
+    values = table.on_every_window(table.Measures(two))
     assert calls == {"census": 1, "sweep": 1}
     assert values["keys_inside_hull"][0] == values["keys_inside_hull"][1]

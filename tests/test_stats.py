@@ -5,8 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attngeom import laws, stats
-from attngeom.bundles import BundleModel
+from attngeom.bundles.layout import BundleModel
+from attngeom.geometry import laws
+from attngeom.measures import stats
 
 
 def one_hot_maps(win_T: list[int], T: int) -> np.ndarray:
@@ -66,7 +67,7 @@ def test_reconstruction_error_zero_for_consistent_export_and_detects_a_change():
     k = rng.normal(size=(1, 1, 8, 3)).astype(np.float16)
     run = {"best_val": 1.0, "b_learned": [[0.5]], "eps_learned": [[0.3]]}
     probe = model(q, k, np.zeros((1, 1, 8, 8), np.float16), run, "yat_b")
-    from attngeom import laws
+    from attngeom.geometry import laws
 
     w = laws.kernel_weights(stats.raw_scores(probe), laws.available_TT(8, False)).astype(np.float16)
     assert stats.reconstruction_error(model(q, k, w, run, "yat_b")) < 1e-3

@@ -12,8 +12,8 @@ import pytest
 from bundle_tools import copy_published, rewrite_npz, stop_after
 
 from attngeom import cli
-from attngeom.files import sha256_file
-from attngeom.summary import _verdicts, judged_runs, shown_command
+from attngeom.base.files import sha256_file
+from attngeom.jobs.summary import _verdicts, judged_runs, shown_command
 from attngeom.training import runs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -108,7 +108,7 @@ def test_a_stopped_run_is_summarised_with_its_statistics_distances_and_verdicts(
 
 
 def test_a_resumed_runs_wall_time_is_that_of_all_its_segments():
-    from attngeom.summary import run_wall_s
+    from attngeom.jobs.summary import run_wall_s
 
     manifest = _manifest()
     manifest["segments"][0]["wall_s"] = 100.25
@@ -133,7 +133,8 @@ def test_a_changed_map_moves_the_distance_and_other_runs_in_the_file_are_kept(ju
 
 
 def test_an_ensemble_is_summarised_loading_each_member_once(judged_run, tmp_path, monkeypatch):
-    from attngeom import bundles, ensemble, summary
+    from attngeom.bundles import layout
+    from attngeom.jobs import ensemble, summary
 
     ens = tmp_path / "ens"
     for m in (0, 1):
@@ -150,7 +151,7 @@ def test_an_ensemble_is_summarised_loading_each_member_once(judged_run, tmp_path
 
     def counting(folder, variant, seed):
         loaded.append(Path(folder).parent.name)
-        return bundles.load_model(folder, variant, seed)
+        return layout.load_model(folder, variant, seed)
 
     for module in (summary, ensemble):
         monkeypatch.setattr(module, "load_model", counting)
@@ -275,7 +276,7 @@ def test_runs_kept_together_are_judged_as_one_set_as_the_kept_folder_is_judged_a
 
 
 def test_kept_bundles_judged_again_add_no_trajectory_their_summary_holds(two_runs, tmp_path, monkeypatch):
-    from attngeom import trajectories
+    from attngeom.judgement import trajectories
 
     measured, kept = tmp_path / "measured", tmp_path / "measured" / "paper-step12000"
     measured.mkdir()
@@ -332,7 +333,7 @@ def test_the_committed_summaries_agree_with_their_own_verdicts():
 def test_the_committed_bundles_kept_together_are_judged_again_to_the_verdicts_their_summary_records(tmp_path):
     """Each committed summary's `together` folder holds the files it hashed, and judging it again as its
     `command` says gives every verdict, measured value and count the summary records."""
-    from attngeom import verify
+    from attngeom.jobs import verify
 
     paths = sorted((REPO / "expected" / "measured").glob("*.json"))
     kept = [doc["together"] for doc in map(json.loads, (p.read_text() for p in paths)) if "together" in doc]

@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attngeom import theorems, toy
+from attngeom.geometry import theorems, toy
 
 dims = st.sampled_from([2, 3, 8, 48])
 

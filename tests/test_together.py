@@ -10,7 +10,8 @@ import pytest
 import test_train
 from trained_runs import restore_device_settings, same_files
 
-from attngeom.training import config, data, runs, together, train
+from attngeom.base import train_config
+from attngeom.training import data, runs, together, train
 from attngeom.training.fidelity import LOSS_RTOL
 
 TINY = replace(test_train.TINY, windows=2)
@@ -96,7 +97,7 @@ def test_a_time_limited_vmapped_ensemble_is_judged_and_resumes_to_the_uninterrup
     opts += ["--windows", "2", "--quiet"]
     assert cli.main([*opts, "--out", str(tmp_path / "whole")]) == 0
     assert cli.main([*opts, "--time-limit", "0.001", "--out", str(tmp_path / "cut")]) in (0, 1)
-    first = train.chunk_plan(config.PRESETS["smoke"])[0][1]
+    first = train.chunk_plan(train_config.PRESETS["smoke"])[0][1]
     for manifest in _members(tmp_path / "cut"):  # the first chunk, judged as a run stopped there
         assert manifest["stopped_after"] == first - 1 and manifest["config"]["train"]["stop_after"] == first - 1
         assert "report/REPORT.md" in manifest["files"]

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from attngeom import toy
+from attngeom.geometry import toy
 
 
 def test_view_grid_is_square_and_centred():
@@ -93,7 +93,7 @@ def test_a_direction_exactly_on_a_border_never_agrees():
 
 
 def test_reasons_quote_the_exact_radii():
-    from attngeom import expected
+    from attngeom.judgement import expected
 
     settle = np.sort(toy.settle_radii())
     reasons = {e["id"]: e["reason"] for e in expected.load_claims()}

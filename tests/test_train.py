@@ -12,11 +12,12 @@ import jax
 import numpy as np
 import pytest
 
-from attngeom.errors import InputError
-from attngeom.training import config, data, runs, train
-from attngeom.training.config import ModelConfig
+from attngeom.base import train_config
+from attngeom.base.errors import InputError
+from attngeom.base.train_config import ModelConfig
+from attngeom.training import data, runs, train
 
-TINY = config.TrainConfig(
+TINY = train_config.TrainConfig(
     model=ModelConfig(d_model=16, layers=2, heads=2, seq_len=16, d_ff=32),
     batch=4,
     steps=23,
@@ -57,16 +58,16 @@ def test_a_member_moves_each_parameter_one_ulp_by_the_signs_of_its_number(member
 
 
 def test_telemetry_steps_follow_the_original_rule():
-    assert config.PRESETS["paper"].telemetry_steps() == (0, 1200, 6000, 11999)
-    assert config.preset("paper", steps=300).telemetry_steps() == (0, 30, 150, 299)
+    assert train_config.PRESETS["paper"].telemetry_steps() == (0, 1200, 6000, 11999)
+    assert train_config.preset("paper", steps=300).telemetry_steps() == (0, 30, 150, 299)
 
 
 def test_evaluation_every_500_steps_and_after_the_last():
-    assert config.PRESETS["paper"].eval_points() == tuple(range(500, 12_001, 500))
-    assert config.preset("paper", steps=1200).eval_points() == (500, 1000, 1200)
+    assert train_config.PRESETS["paper"].eval_points() == tuple(range(500, 12_001, 500))
+    assert train_config.preset("paper", steps=1200).eval_points() == (500, 1000, 1200)
 
 
-@pytest.mark.parametrize("cfg", [TINY, config.PRESETS["paper"], config.PRESETS["smoke"]])
+@pytest.mark.parametrize("cfg", [TINY, train_config.PRESETS["paper"], train_config.PRESETS["smoke"]])
 def test_chunk_plan_covers_every_step_once_and_stops_at_every_event(cfg):
     plan = train.chunk_plan(cfg)
     starts = [first for first, _ in plan]

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from attngeom import expected, schema, trajectories
-from attngeom.errors import InputError
-from attngeom.trajectories import Trajectory
+from attngeom.base import schema
+from attngeom.base.errors import InputError
+from attngeom.judgement import expected, trajectories
+from attngeom.judgement.trajectories import Trajectory
 
 CLAIMS = {e["id"]: e for e in expected.load_claims()}
 RERUN = expected.load_rerun()

@@ -6,8 +6,9 @@ import dataclasses
 
 import pytest
 
-from attngeom import expected, judge, variants
 from attngeom.backends.kaggle_kernel import definitions
+from attngeom.base import variants
+from attngeom.judgement import expected, judge
 
 
 def test_the_published_variants_are_trainable_and_exactly_those_the_claims_are_about():

@@ -8,8 +8,12 @@ import numpy as np
 import pytest
 from bundle_tools import GOAT, QK, add_windows, copy_published, edit_run, npz_array, rewrite_npz, stop_after
 
-from attngeom import bands, bundles, expected, fetch, judge, results, schema, trajectories
-from attngeom.variants import PUBLISHED
+from attngeom.base import fetch, schema
+from attngeom.base.variants import PUBLISHED
+from attngeom.bundles import layout
+from attngeom.jobs import bands
+from attngeom.judgement import expected, judge, trajectories
+from attngeom.measures import results
 
 REPO = Path(__file__).resolve().parents[1]
 # Quotes the measurements contradict (see the report's reasons): judged FAIL, not tuned away.
@@ -80,7 +84,7 @@ def test_a_whole_verify_with_windows_loads_no_jax(published_root, tmp_path):
     """Beside a training run, verify's only threads are BLAS's, held to one: no XLA, not even imported, through
     the statistics of every window (the test_config checks cover its imports)."""
     root = copy_published(published_root, tmp_path / "b")
-    add_windows(bundles.load_model(root / QK, "softmax"), 2)
+    add_windows(layout.load_model(root / QK, "softmax"), 2)
     code = (
         "import sys; from pathlib import Path; from attngeom import verify; "
         f"verify.run_verify(Path({str(root)!r}), Path({str(tmp_path / 'out')!r}), variants=('softmax', 'yat_b')); "
@@ -121,7 +125,7 @@ def test_report_files(published_run):
 def verdicts_after(tamper, published_root, tmp_path, mathematics) -> dict[str, str]:
     root = copy_published(published_root, tmp_path / "b")
     tamper(root)
-    models = bundles.load_models(root)
+    models = layout.load_models(root)
     res = {
         "models": {v: results.model_results(m) for v, m in models.items()},
         "quality": results.quality_results(models, fetch.fetch_companion()),
@@ -231,7 +235,7 @@ def test_subset_of_variants_skips_what_it_cannot_judge(published_root, tmp_path)
 
 def _stopped_run(published_root: Path, dest: Path) -> Path:
     """The published runs stopped after step 1200, with the author's own reruns' step-1200 maps for the kernels."""
-    from attngeom import fetch
+    from attngeom.base import fetch
 
     root = copy_published(published_root, dest)
     stop_after(root, 1200)
@@ -334,7 +338,8 @@ def test_the_statistics_run_blas_on_one_thread(published_root, tmp_path, monkeyp
     """The hull census's products run inside verify with BLAS on one thread, whatever the machine's default."""
     from threadpoolctl import threadpool_info
 
-    from attngeom import hull, verify
+    from attngeom.geometry import hull
+    from attngeom.jobs import verify
 
     seen, census = [], hull.inside_hull
 
@@ -351,10 +356,10 @@ def test_the_statistics_run_blas_on_one_thread(published_root, tmp_path, monkeyp
 def test_verify_searches_the_folder_once_and_hashes_each_input_once(published_root, tmp_path, monkeypatch):
     from collections import Counter
 
-    from attngeom import verify
+    from attngeom.jobs import verify
 
     root = copy_published(published_root, tmp_path / "b")
-    edit_run(root / QK / bundles.RUN_JSON, "softmax", telemetry_prompt="a rerun")  # not the published files
+    edit_run(root / QK / layout.RUN_JSON, "softmax", telemetry_prompt="a rerun")  # not the published files
     searches, hashed, real_rglob, real_hash = [], Counter(), Path.rglob, verify.sha256_file
     monkeypatch.setattr(Path, "rglob", lambda self, pattern: searches.append(pattern) or real_rglob(self, pattern))
 

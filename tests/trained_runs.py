@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom.bundles import RUN_JSON
+from attngeom.base.variants import BUNDLES
+from attngeom.bundles.layout import RUN_JSON
 from attngeom.training import runs
-from attngeom.variants import BUNDLES
 
 SMOKE_SEEDS = (0, 1, 2)
 XLA_ISAS = {"default": "", "SSE4_2": "--xla_cpu_max_isa=SSE4_2"}

@@ -2,7 +2,7 @@
 
 import os
 
-from attngeom.errors import EXIT_INTERRUPT
+from attngeom.base.errors import EXIT_INTERRUPT
 
 try:
     from attngeom.cli import entry

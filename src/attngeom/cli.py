@@ -2,7 +2,7 @@
 
 Each subcommand lives in its own module, which exposes `register(subparsers)`; the parser it
 adds sets `func`, called with the parsed arguments and returning the exit status. `ended` is the
-one place where every way a command can end becomes its exit status (see attngeom.errors):
+one place where every way a command can end becomes its exit status (see attngeom.base.errors):
 unusable input is one `error:` line and 2, any other exception is one line naming it and the log
 file that holds its traceback, and 3, and Ctrl-C, SIGTERM or SIGHUP is one line and 128 + the
 signal (130, 143, 129) at any moment.
@@ -28,19 +28,19 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from attngeom import streams
-from attngeom.errors import EXIT_INPUT, EXIT_INTERNAL, InputError, one_line
+from attngeom.base import streams
+from attngeom.base.errors import EXIT_INPUT, EXIT_INTERNAL, InputError, one_line
 
 SUBCOMMAND_MODULES = (
-    "attngeom.verify",
-    "attngeom.rerun",
+    "attngeom.jobs.verify",
+    "attngeom.jobs.rerun",
     "attngeom.training.fidelity",
     "attngeom.backends.kaggle",
     "attngeom.backends.docker",
-    "attngeom.figures",
-    "attngeom.summary",
-    "attngeom.bands",
-    "attngeom.docs",
+    "attngeom.report.figures",
+    "attngeom.jobs.summary",
+    "attngeom.jobs.bands",
+    "attngeom.docs.pages",
 )
 DEFAULT_SUBCOMMAND = "verify"
 # Commands reproduce.sh runs itself; listed here so that --help names every command.
@@ -171,7 +171,7 @@ INTERRUPT = _Interrupt()
 
 def log_dir() -> Path:
     """Where the tracebacks of internal errors are kept: the download cache's `logs/`."""
-    from attngeom.fetch import cache_dir
+    from attngeom.base.fetch import cache_dir
 
     return cache_dir() / "logs"
 
@@ -224,7 +224,7 @@ def ended(work: Callable[[], int]) -> int:
         if INTERRUPT.seen.is_set():  # a library turned the KeyboardInterrupt into its own error
             INTERRUPT.announce()
             return INTERRUPT.status
-        from attngeom.files import FULL_DISK, UNWRITABLE, shown  # numpy comes with it: not before the signals are
+        from attngeom.base.files import FULL_DISK, UNWRITABLE, shown  # numpy comes with it: not before the signals are
 
         if isinstance(exc, OSError) and exc.errno in FULL_DISK:  # unusable output, wherever it was written
             where = shown(Path(exc.filename).parent) if exc.filename else "an output folder"

@@ -16,8 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from attngeom.errors import InputError
-from attngeom.files import REPO
+from attngeom.base.errors import InputError
+from attngeom.base.files import REPO
 
 DEFAULT_IMAGE = "attngeom"
 DEFAULT_OUTPUT = "docker-out"

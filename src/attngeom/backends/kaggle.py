@@ -22,7 +22,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attngeom import schema
 from attngeom.backends import kaggle_budget, kaggle_ensemble
 from attngeom.backends.kaggle_client import (
     MAX_LISTED_OUTPUTS,
@@ -38,11 +37,13 @@ from attngeom.backends.kaggle_client import (
 )
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
 from attngeom.backends.kaggle_state import STATE_FILE, load_state, save_state
-from attngeom.errors import InputError
-from attngeom.options import integer, list_of, positive, seed
-from attngeom.training.config import PRESET_NAMES
-from attngeom.training.runs import REPORT, RUNS_DIR, new_run_dir, require_complete
-from attngeom.variants import PUBLISHED
+from attngeom.base import schema
+from attngeom.base.errors import InputError
+from attngeom.base.train_config import PRESET_NAMES
+from attngeom.base.variants import PUBLISHED
+from attngeom.bundles.manifest import REPORT
+from attngeom.commands.options import integer, list_of, positive, seed
+from attngeom.training.runs import RUNS_DIR, new_run_dir, require_complete
 
 if TYPE_CHECKING:  # importing the client authenticates; only `kaggle_client.connect` does it, on demand
     from kaggle.api.kaggle_api_extended import KaggleApi
@@ -260,7 +261,7 @@ def judge(run: Path, state: dict) -> int:
     if not variants:
         print("no seed-0 kernels in this run: the bundles are pulled and checked, nothing to judge", flush=True)
         return 0
-    from attngeom.verify import run_verify
+    from attngeom.jobs.verify import run_verify
 
     return run_verify(run / "outputs", run / REPORT, variants=variants)  # the pulled manifests say what they are
 

@@ -2,7 +2,7 @@
 
 Each kernel trains its variants one after another, its K members split over the machine's GPUs
 (`kernel_main.member_groups`), each GPU's group one vmapped step. A kernel's time is that of its
-largest group: XLA's FLOPs of that group's compiled step (`attngeom.flops`, as `bench/gpu_budget.py`
+largest group: XLA's FLOPs of that group's compiled step (`attngeom.training.flops`, as `bench/gpu_budget.py`
 takes them) for the whole schedule, at the GPU's float32 rate times the fraction of it a step is
 assumed to reach, plus each variant's compilation and the kernel's install. This is an estimate,
 not a measurement: no kernel has been timed on Kaggle yet. Kaggle counts a session's hours against
@@ -19,10 +19,10 @@ import os
 from dataclasses import dataclass
 
 from attngeom.backends.kernel_main import member_groups
-from attngeom.errors import InputError
-from attngeom.flops import EFFICIENCY, schedule_seconds, step_flops
-from attngeom.training.config import PRESETS
+from attngeom.base.errors import InputError
+from attngeom.base.train_config import PRESETS
 from attngeom.training.device import deterministic_device
+from attngeom.training.flops import EFFICIENCY, schedule_seconds, step_flops
 
 MAX_SESSION_S = 12 * 3600  # Kaggle's longest session (a push asking for more is refused)
 INSTALL_S = 600.0  # the kernel's install of the CUDA lock (gigabytes of wheels), assumed: not measured on Kaggle

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import tenacity
 
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
 
 if TYPE_CHECKING:  # importing the client authenticates; only `connect` does it, on demand
     from kaggle.api.kaggle_api_extended import KaggleApi

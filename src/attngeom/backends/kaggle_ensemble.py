@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from attngeom import ensemble, fetch
-from attngeom.bundles import list_bundles
-from attngeom.errors import InputError
-from attngeom.files import shown
+from attngeom.base import fetch
+from attngeom.base.errors import InputError
+from attngeom.base.files import shown
+from attngeom.bundles.layout import list_bundles
+from attngeom.jobs import ensemble
 
 PLAN_KEYS = ("what", "members", "config", "members_mode")
 

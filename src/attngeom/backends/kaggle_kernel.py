@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attngeom.backends import kernel_main
-from attngeom.errors import InputError
-from attngeom.files import REPO
-from attngeom.training.config import PRESET_NAMES
-from attngeom.variants import PUBLISHED, variant
+from attngeom.base.errors import InputError
+from attngeom.base.files import REPO
+from attngeom.base.train_config import PRESET_NAMES
+from attngeom.base.variants import PUBLISHED, variant
 
 KAGGLE_DIR = REPO / "kaggle"
 GPU_LOCK = REPO / "requirements-cuda.lock"  # also the Docker image's: the project's pins plus jax's CUDA 12 wheels

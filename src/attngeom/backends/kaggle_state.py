@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attngeom import schema
-from attngeom.errors import InputError
-from attngeom.files import write_json_atomic
+from attngeom.base import schema
+from attngeom.base.errors import InputError
+from attngeom.base.files import write_json_atomic
 
 STATE_FILE = "kaggle-state.json"
 MAX_STATE_BYTES = 1 << 20  # a few hundred kernels' worth

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
 from attngeom.training import runs
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom.fetch import fetch_corpus
+from attngeom.base.fetch import fetch_corpus
 
 TRAIN_SEED_STRIDE = 10_000_000
 VAL_SEED_BASE = 77_000

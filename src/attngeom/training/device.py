@@ -13,8 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from attngeom.errors import InputError
-from attngeom.files import cpu_identity, shown
+from attngeom.base.errors import InputError
+from attngeom.base.files import cpu_identity, shown
 
 DETERMINISTIC_XLA_FLAGS = ("--xla_gpu_deterministic_ops=true",)
 
@@ -54,7 +54,7 @@ def compilation_cache() -> tuple[str, float]:
     AMD would run there with the Intel's round-off (or not at all). So the cache lies under the download
     cache in a folder named by `files.cpu_identity`. A JAX_COMPILATION_CACHE_DIR already set wins (empty:
     no cache)."""
-    from attngeom.fetch import cache_dir
+    from attngeom.base.fetch import cache_dir
 
     folder = os.environ.setdefault(COMPILATION_CACHE_DIR, str(cache_dir() / "xla" / cpu_identity()))
     if folder:  # one line where jax would warn at every compilation

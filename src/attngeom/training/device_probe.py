@@ -23,7 +23,7 @@ import re
 import subprocess
 import sys
 
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
 
 PROBE = """
 import jax

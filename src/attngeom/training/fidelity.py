@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 import attngeom
-from attngeom.errors import EXIT_FAIL, EXIT_PASS, InputError
-from attngeom.files import cpu_model
-from attngeom.options import subcommand, variants_option
-from attngeom.variants import PUBLISHED
+from attngeom.base.errors import EXIT_FAIL, EXIT_PASS, InputError
+from attngeom.base.files import cpu_model
+from attngeom.base.variants import PUBLISHED
+from attngeom.commands.options import subcommand, variants_option
 
 FIDELITY_JSON = "fidelity.json"
 DEFAULT_STEPS = 3
@@ -118,7 +118,7 @@ def original_side(variants: tuple[str, ...], steps: int) -> Iterator[Callable[[]
     the check takes about half the time). The block gets a function that waits for the script and gives
     (figures, device); leaving the block stops a script still running. Both sides keep their own XLA
     thread pool and their own round-off: running side by side changes when they finish, not what."""
-    from attngeom.fetch import fetch_author_script, fetch_corpus
+    from attngeom.base.fetch import fetch_author_script, fetch_corpus
     from attngeom.training import original
 
     script, corpus = fetch_author_script(), fetch_corpus()
@@ -158,18 +158,19 @@ def original_side(variants: tuple[str, ...], steps: int) -> Iterator[Callable[[]
 
 def learning_rates(variants: tuple[str, ...]) -> dict[str, float]:
     """Each variant's learning rate in the paper preset: both sides train with it."""
-    from attngeom.training import config
+    from attngeom.base import train_config
 
-    cfg = config.preset("paper")
+    cfg = train_config.preset("paper")
     return {v: cfg.lr_of(v) for v in variants}
 
 
 def harness_side(variants: tuple[str, ...], steps: int) -> dict:
     """This harness's `train_variant` on the paper preset, seed 0: its figures."""
-    from attngeom.training import config, data, train
+    from attngeom.base import train_config
+    from attngeom.training import data, train
     from attngeom.training.model import build, param_stats
 
-    cfg = config.preset("paper", steps=steps, val_batches=1)  # evaluation only; training is the paper's
+    cfg = train_config.preset("paper", steps=steps, val_batches=1)  # evaluation only; training is the paper's
     corpus = data.load_corpus()
     figures = {}
     for variant in variants:
@@ -192,7 +193,7 @@ def _figures_json(figures: dict) -> dict:
 
 def _validate(variants: tuple[str, ...], steps: int) -> None:
     """Refuse what cannot be compared; fetch (and so verify) the script and the corpus before training."""
-    from attngeom.fetch import fetch_author_script, fetch_corpus
+    from attngeom.base.fetch import fetch_author_script, fetch_corpus
 
     if steps < 1:
         raise InputError("--steps: at least 1")
@@ -206,7 +207,7 @@ def _validate(variants: tuple[str, ...], steps: int) -> None:
 
 def check(variants: tuple[str, ...], steps: int, out_file: Path) -> dict:
     """Run both sides, compare, write `out_file` (fidelity.json) and return its document."""
-    from attngeom.files import write_json_atomic
+    from attngeom.base.files import write_json_atomic
     from attngeom.training.runs import environment
 
     _validate(variants, steps)

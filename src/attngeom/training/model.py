@@ -5,7 +5,7 @@ which random numbers each layer receives: token embedding, position embedding, t
 LN1, attention (Q, K, V, O where the variant has them, its dropout, the per-head kernel
 scalars), LN2, fc1, fc2, the block's dropout; then the final LN and the head.
 
-Variants (their facts in `attngeom.variants`): `softmax` (scaled dot product), `yat_b` (the kernel
+Variants (their facts in `attngeom.base.variants`): `softmax` (scaled dot product), `yat_b` (the kernel
 (q.k + b)^2 / (|q - k|^2 + eps) with learned per-head b, eps), `goat_v` (the kernel on the raw head
 slices of LN1(x), no Q/K, strict mask j < i) and `goat_nov` (as goat_v, and v = q).
 """
@@ -17,9 +17,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from attngeom.training.config import ModelConfig
-from attngeom.variants import TRAINABLE as MODEL_VARIANTS
-from attngeom.variants import variant as variant_spec
+from attngeom.base.train_config import ModelConfig
+from attngeom.base.variants import TRAINABLE as MODEL_VARIANTS
+from attngeom.base.variants import variant as variant_spec
 
 ROW_EPS = 1e-9
 

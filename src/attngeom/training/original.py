@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom.fetch import CORPUS_URL
+from attngeom.base.fetch import CORPUS_URL
 
 RESULT, MAPS = "original.json", "original_maps.npz"
 MODULE_NAME = "yat_attention"
@@ -104,7 +104,7 @@ def run(job: dict) -> None:
     import jax
     from flax import nnx
 
-    from attngeom.bundles import attn_file
+    from attngeom.bundles.layout import attn_file
     from attngeom.training.model import param_stats
 
     workdir, script = Path(job["workdir"]), Path(job["script"])

@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom import schema
-from attngeom.environment import against_lock
-from attngeom.errors import InputError
-from attngeom.files import (
+from attngeom.base.environment import against_lock
+from attngeom.base.errors import InputError
+from attngeom.base.files import (
     atomic_file,
     git_commit,
     is_temporary,
@@ -41,10 +40,9 @@ from attngeom.files import (
     write_atomic,
     write_json_atomic,
 )
-from attngeom.variants import model_key
+from attngeom.base.variants import model_key
+from attngeom.bundles.manifest import MANIFEST, REPORT, read_manifest  # noqa: F401 - the run folder's names, read here too
 
-MANIFEST = "manifest.json"
-REPORT = "report"  # the folder of the report verify writes of a run
 TRAIN_LOG = "train_log.jsonl"
 LOCK = ".lock"
 CHECKPOINTS = "checkpoints"
@@ -391,11 +389,6 @@ class RunFolder:
             wall_s=round(time.perf_counter() - self.started, 3),
             files=file_hashes(self.path),
         )
-
-
-def read_manifest(path: Path) -> dict:
-    """A run's manifest.json, checked against its schema."""
-    return schema.read_json(path, schema.MANIFEST_JSON)
 
 
 def _resumable(path: Path) -> dict:

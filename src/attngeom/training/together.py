@@ -16,8 +16,8 @@ import numpy as np
 import optax
 from flax import nnx
 
+from attngeom.base.train_config import TrainConfig
 from attngeom.training import data, train
-from attngeom.training.config import TrainConfig
 
 
 def stack(states: list) -> tuple:

@@ -33,12 +33,12 @@ import numpy as np
 import optax
 from flax import nnx
 
-from attngeom.errors import InputError
+from attngeom.base.errors import InputError
+from attngeom.base.train_config import TrainConfig
+from attngeom.base.variants import variant as variant_spec
 from attngeom.training import data, runs
 from attngeom.training.checkpoint import Progress, load_checkpoint, save_checkpoint
-from attngeom.training.config import TrainConfig
 from attngeom.training.model import build
-from attngeom.variants import variant as variant_spec
 
 
 @dataclass

@@ -12,8 +12,14 @@ the run adds a segment to its manifest (steps, machine, code generation, version
 
 The code hash covers the modules that compute the trained numbers: every module of this package's
 `training` folder but the run bookkeeping in `BOOKKEEPING` (which never touches a trained number),
-and `attngeom/variants.py` (each variant's learning rate and kernel flags). A module added to
-`training` is hashed unless it is named there.
+and `attngeom/base/train_config.py` and `attngeom/base/variants.py` (the model and schedule, each
+variant's learning rate and kernel flags). A module added to `training` is hashed unless it is named
+there.
+
+jax's own configuration decides a trajectory too (the random bits, 64-bit floats, matmul precision,
+...): the stamp records every value `jax.config` holds, read from jax itself so that a setting added by
+a later jax is recorded without a change here, except those that only say where compilations are cached
+or how they are logged, dumped or traced (`OBSERVING`), which never change a computed number.
 """
 
 from __future__ import annotations
@@ -21,17 +27,32 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from attngeom.files import cpu_identity, cpu_model
-from attngeom.training.config import TrainConfig
+from attngeom.base.files import cpu_identity, cpu_model
+from attngeom.base.train_config import TrainConfig
 
 TRAINING = Path(__file__).resolve().parent
 BOOKKEEPING = frozenset(
-    {"rerun.py", "runs.py", "progress.py", "fidelity.py", "device_probe.py", "original.py", "trajectory.py"}
+    {
+        "local_run.py",
+        "runs.py",
+        "progress.py",
+        "fidelity.py",
+        "device_probe.py",
+        "original.py",
+        "trajectory.py",
+        "flops.py",
+    }
 )
-"""Modules of `training` that open run folders, show progress or drive the author's script: not hashed."""
+"""Modules of `training` that open run folders, show progress, count FLOPs or drive the author's script:
+not hashed."""
+BELOW = ("train_config.py", "variants.py")
+"""Modules of `attngeom/base` that decide the trained numbers: hashed."""
+OBSERVING = re.compile(r"cache|log|dump|traceback|pprint|debug_info|source_url|source_file")
+"""jax configuration names that only say where compilations are kept or how they are reported."""
 MODEL_FACTS = ("variant", "seed", "lr")
 """The facts of a stamp that differ between the models of one run (each checkpoint's own)."""
 
@@ -39,7 +60,7 @@ MODEL_FACTS = ("variant", "seed", "lr")
 def code_files() -> list[Path]:
     """The source files the trained numbers depend on, in a fixed order."""
     hashed = sorted(p for p in TRAINING.glob("*.py") if p.name not in BOOKKEEPING)
-    return [*hashed, TRAINING.parent / "variants.py"]
+    return [*hashed, *(TRAINING.parent / "base" / name for name in BELOW)]
 
 
 def code_hash() -> str:
@@ -48,6 +69,17 @@ def code_hash() -> str:
     for path in code_files():
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
+
+
+def jax_settings(values: dict) -> dict:
+    """jax's configuration (`jax.config.values`) as the stamp records it: every value but the observing
+    ones, each as JSON (an enumeration by its value's text)."""
+    plain = (bool, int, float, str, type(None))
+    return {
+        name: value if isinstance(value, plain) else str(getattr(value, "value", value))
+        for name, value in sorted(values.items())
+        if not OBSERVING.search(name)
+    }
 
 
 def cores() -> int:
@@ -83,6 +115,7 @@ def stamp(cfg: TrainConfig, preset: str, mode: str) -> dict:
         "device": f"{device.platform} {device.device_kind}",
         "jax": jax.__version__,
         "jaxlib": jaxlib.__version__,
+        "jax_config": jax_settings(jax.config.values),
         "training_code": code_hash(),
     }
 
@@ -104,8 +137,11 @@ def mismatch(recorded: dict | None, present: dict) -> str | None:
     if recorded is None:
         return "it records no trajectory (written by an earlier version)"
     for key in sorted(recorded.keys() | present.keys()):
-        if recorded.get(key) != present.get(key):
-            was, now = (json.dumps(d.get(key), sort_keys=True) for d in (recorded, present))
+        was, now = recorded.get(key), present.get(key)
+        if was != now:
+            if isinstance(was, dict) and isinstance(now, dict):  # the one setting of a record that differs
+                return f"{key}: {mismatch(was, now)}"
+            was, now = (json.dumps(v, sort_keys=True) for v in (was, now))
             return f"{key} was {was}, is now {now}"
     return None
 

@@ -1,0 +1,77 @@
+"""`docs`: the measured figures of README.md and docs/ regenerated in place from their files, or checked.
+
+Each figure is a cog block (cogapp): a comment holding the Python that makes it from a measurement
+file (`docs_figures`, `docs_bench`, `docs_full`), then its output, up to `[[[end]]]`. `./reproduce.sh docs` runs every block
+and rewrites the pages; `--check` changes nothing and exits 1 naming each block whose output is not
+what its file gives now (a measurement committed without regenerating the page), as CI checks.
+
+    <!-- [[[cog from attngeom.docs.measured import *; cog.out(step1200_runs()) ]]] -->
+    ...the table, generated...
+    <!-- [[[end]]] -->
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from attngeom.base.errors import EXIT_FAIL, EXIT_PASS, InputError, one_line
+from attngeom.base.files import REPO, shown, write_atomic
+
+BEGIN = "[[[cog"
+
+
+def pages(root: Path = REPO) -> list[Path]:
+    """The pages that hold figures: README.md and every page of docs/."""
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
+def generate(path: Path) -> str:
+    """The page at `path` with every block's output made again."""
+    from cogapp import Cog
+    from cogapp.errors import CogError
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        return Cog().process_string(text, fname=str(path))
+    except InputError as exc:  # a measurement file that cannot be read: its own line
+        raise InputError(f"{shown(path)}: {exc}") from exc
+    except CogError as exc:  # a block's own error (cog wraps what its code raises)
+        raise InputError(f"{shown(path)}: a figure block fails: {one_line(exc)}") from exc
+
+
+def stale_blocks(before: str, after: str) -> list[int]:
+    """The line (1-based) of each block whose output differs between two versions of a page: a page's
+    blocks keep their order and their code, so the i-th block of one is the i-th of the other."""
+
+    def blocks(text: str) -> list[tuple[int, list[str]]]:
+        lines = text.splitlines()
+        starts = [i for i, line in enumerate(lines) if BEGIN in line]
+        return [(s + 1, lines[s:e]) for s, e in zip(starts, [*starts[1:], len(lines)])]
+
+    return [line for (line, a), (_, b) in zip(blocks(before), blocks(after)) if a != b]
+
+
+def run_docs(args: argparse.Namespace) -> int:
+    """Regenerate the figures of every page, or (--check) name the blocks that are out of date."""
+    status = EXIT_PASS
+    for path in pages():
+        before = path.read_text(encoding="utf-8")
+        after = generate(path)
+        if after == before:
+            continue
+        if args.check:
+            for line in stale_blocks(before, after):
+                print(f"{shown(path)}:{line}: out of date: regenerate with ./reproduce.sh docs")
+            status = EXIT_FAIL
+        else:
+            write_atomic(path, after)
+            print(f"regenerated: {shown(path)}")
+    return status
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the `docs` subcommand."""
+    p = sub.add_parser("docs", help="regenerate the measured figures of README.md and docs/ (--check: only check)")
+    p.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each block out of date")
+    p.set_defaults(func=run_docs)
