@@ -1,6 +1,6 @@
-"""The command line: `python -m attngeom [verify|rerun|fidelity|kaggle|docker|figures|summary] ...`.
+"""The command line: `python -m attngeom [verify|rerun|fidelity|kaggle|docker|figures|summary|bands|docs] ...`.
 
-Each subcommand lives in its own module, which exposes `register(subparsers)`; the parser it
+Each subcommand is a module of `attngeom.commands` that exposes `register(subparsers)`; the parser it
 adds sets `func`, called with the parsed arguments and returning the exit status. `ended` is the
 one place where every way a command can end becomes its exit status (see attngeom.base.errors):
 unusable input is one `error:` line and 2, any other exception is one line naming it and the log
@@ -31,17 +31,9 @@ from pathlib import Path
 from attngeom.base import streams
 from attngeom.base.errors import EXIT_INPUT, EXIT_INTERNAL, InputError, one_line
 
-SUBCOMMAND_MODULES = (
-    "attngeom.jobs.verify",
-    "attngeom.jobs.rerun",
-    "attngeom.training.fidelity",
-    "attngeom.backends.kaggle",
-    "attngeom.backends.docker",
-    "attngeom.report.figures",
-    "attngeom.jobs.summary",
-    "attngeom.jobs.bands",
-    "attngeom.docs.pages",
-)
+COMMANDS = ("verify", "rerun", "fidelity", "kaggle", "docker", "figures", "summary", "bands", "docs")
+"""The subcommands, each a module of `attngeom.commands` that registers its options; its work is imported
+only when it runs."""
 DEFAULT_SUBCOMMAND = "verify"
 # Commands reproduce.sh runs itself; listed here so that --help names every command.
 SHELL_COMMANDS = {
@@ -67,8 +59,8 @@ def build_parser() -> Parser:
         description="Verify the claims of 'The Geometry of Attention Is a Choice of Kernel'.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for name in COMMANDS:
+        importlib.import_module(f"attngeom.commands.{name}").register(sub)
     for name, text in SHELL_COMMANDS.items():
         if name not in sub.choices:
             sub.add_parser(name, help=text, add_help=False).set_defaults(func=partial(_shell_only, name))

@@ -9,18 +9,16 @@ owned by the calling user) and, when `ATTNGEOM_MIRROR` is set, the mirror read-o
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from attngeom.base.errors import InputError
 from attngeom.base.files import REPO
 
-DEFAULT_IMAGE = "attngeom"
-DEFAULT_OUTPUT = "docker-out"
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy")
 CA_VARS = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
 
@@ -123,7 +121,26 @@ def run_command(
     return [*cmd, *gpus, image, *forwarded]
 
 
-def cmd_build(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class BuildOptions:
+    """What `docker build` was asked (`commands/docker.py`)."""
+
+    image: str
+    base: str | None = None
+    ca_bundle: Path | None = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What `docker run` was asked (`commands/docker.py`): the container's options, then reproduce.sh's."""
+
+    image: str
+    output: Path
+    gpus: str = "auto"
+    args: tuple[str, ...] = ()
+
+
+def cmd_build(args: BuildOptions) -> int:
     """Build the image from this checkout."""
     if not (REPO / "Dockerfile").is_file():
         raise InputError(f"no Dockerfile in {REPO}: docker build needs the source checkout")
@@ -141,7 +158,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     return subprocess.run(cmd, env={**os.environ, "DOCKER_BUILDKIT": "1"}, check=False).returncode
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: RunOptions) -> int:
     """Run reproduce.sh ARGS in the image, GPUs and mirror mounted when there."""
     docker = docker_client()
     if not _ok([docker, "image", "inspect", args.image]):
@@ -161,49 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         gpus, note = [], "running on the CPU (--gpus none)"
     print(f"docker: {note}; results in {output}", file=sys.stderr)
     tty = sys.stdin.isatty() and sys.stdout.isatty()
-    cmd = run_command(docker, args.image, output, Path(mirror).resolve() if mirror else None, gpus, args.args, tty)
+    cmd = run_command(
+        docker, args.image, output, Path(mirror).resolve() if mirror else None, gpus, list(args.args), tty
+    )
     return subprocess.run(cmd, check=False).returncode
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add `docker build` and `docker run`."""
-    parser = subparsers.add_parser(
-        "docker",
-        help="build the CUDA Docker image, or run a subcommand in it",
-        description="Build the CUDA image, or run reproduce.sh ARGS inside it.",
-    )
-    actions = parser.add_subparsers(dest="docker_action", metavar="ACTION", required=True)
-
-    build = actions.add_parser("build", help="build the image from this checkout")
-    build.add_argument("--image", default=DEFAULT_IMAGE, help="image name (default: %(default)s)")
-    build.add_argument("--base", help="replace the CUDA base image (build argument BASE_IMAGE)")
-    build.add_argument(
-        "--ca-bundle",
-        type=Path,
-        help="extra CA bundle for a TLS-intercepting proxy, passed as a build secret "
-        f"(default: the first of {', '.join(CA_VARS)} that is set)",
-    )
-    build.set_defaults(func=cmd_build)
-
-    run = actions.add_parser(
-        "run",
-        help="run reproduce.sh ARGS in the image (default: verify)",
-        description="Options for the container come first; everything from the "
-        "first other word on goes to reproduce.sh (put `--` before "
-        "arguments that start with a dash).",
-    )
-    run.add_argument("--image", default=DEFAULT_IMAGE, help="image name (default: %(default)s)")
-    run.add_argument(
-        "--output",
-        type=Path,
-        default=Path(DEFAULT_OUTPUT),
-        help="host folder mounted as the working directory (default: %(default)s)",
-    )
-    run.add_argument(
-        "--gpus",
-        choices=("auto", "all", "none"),
-        default="auto",
-        help="pass the GPUs: when found (auto, the default), always, or never",
-    )
-    run.add_argument("args", nargs=argparse.REMAINDER, help="arguments for reproduce.sh in the image")
-    run.set_defaults(func=cmd_run)

@@ -13,11 +13,11 @@ so a re-used kernel slug never hands back an older run's outputs.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,18 +37,14 @@ from attngeom.backends.kaggle_client import (
 )
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
 from attngeom.backends.kaggle_state import STATE_FILE, load_state, save_state
-from attngeom.base import schema
 from attngeom.base.errors import InputError
-from attngeom.base.train_config import PRESET_NAMES
 from attngeom.base.variants import PUBLISHED
 from attngeom.bundles.manifest import REPORT
-from attngeom.commands.options import integer, list_of, positive, seed
 from attngeom.training.runs import RUNS_DIR, new_run_dir, require_complete
 
 if TYPE_CHECKING:  # importing the client authenticates; only `kaggle_client.connect` does it, on demand
     from kaggle.api.kaggle_api_extended import KaggleApi
 
-ACTIONS = ("build", "push", "status", "pull", "run")
 DEFAULT_ACCELERATOR = "NvidiaTeslaT4"  # the "GPU T4 x2" machine; a run uses one GPU, an ensemble both
 DEFAULT_TIMEOUT = 6 * 3600
 WAITING = ("PUSHED", "QUEUED", "RUNNING", "NEW_SCRIPT", "CANCEL_REQUESTED")
@@ -62,7 +58,7 @@ def latest_run(runs: Path = RUNS_DIR) -> Path:
     """The newest run folder with a Kaggle state file."""
     found = sorted(p.parent for p in runs.glob(f"*/{STATE_FILE}"))
     if not found:
-        raise InputError(f"no Kaggle run under {runs}/; pass --run DIR or start one with `./reproduce.sh kaggle run`")
+        raise InputError(f"no Kaggle run under {runs}/; pass --out DIR or start one with `./reproduce.sh kaggle run`")
     return found[-1]
 
 
@@ -174,7 +170,7 @@ def report_failures(api: KaggleApi, run: Path, state: dict) -> None:
         )
     raise InputError(
         "; ".join(lines) + f". Pulled bundles stay in {run}/outputs; once the cause is fixed, "
-        f"`./reproduce.sh kaggle run --run {run}` pushes the failed kernels again"
+        f"`./reproduce.sh kaggle run --out {run}` pushes the failed kernels again"
     )
 
 
@@ -233,7 +229,7 @@ def pull_one(api: KaggleApi, run: Path, state: dict, kernel: dict) -> Path:
         note = f" (Kaggle lists at most {MAX_LISTED_OUTPUTS} output files)" if len(listed) >= MAX_LISTED_OUTPUTS else ""
         raise InputError(
             f"{kernel['id']}: output rejected and kept in {incoming} for inspection: {exc}{note}; "
-            f"pull again with `./reproduce.sh kaggle pull --run {run}`"
+            f"pull again with `./reproduce.sh kaggle pull --out {run}`"
         ) from exc
     dest.parent.mkdir(exist_ok=True)
     os.replace(incoming / OUTPUT_DIR if state.get("members") else incoming, dest)
@@ -273,8 +269,8 @@ def finish(api: KaggleApi, run: Path, state: dict) -> int:
     pending = [k["id"] for k in state["kernels"] if k["state"] != "PULLED"]
     if pending:
         raise InputError(
-            f"not finished yet: {', '.join(pending)}; run `./reproduce.sh kaggle run --run {run}` to push "
-            f"and wait, or `kaggle pull --run {run}` later"
+            f"not finished yet: {', '.join(pending)}; run `./reproduce.sh kaggle run --out {run}` to push "
+            f"and wait, or `kaggle pull --out {run}` later"
         )
     return judge(run, state)
 
@@ -293,7 +289,7 @@ def wait(api: KaggleApi, run: Path, state: dict, poll_s: float) -> None:
         if now - start > state["timeout"] * rounds:
             raise InputError(
                 f"timed out after {_duration(now - start)}; the kernels keep running on Kaggle: "
-                f"`./reproduce.sh kaggle status --run {run}` and `kaggle pull --run {run}` pick them up later"
+                f"`./reproduce.sh kaggle status --out {run}` and `kaggle pull --out {run}` pick them up later"
             )
         time.sleep(interval)
         interval = min(interval * 1.5, 10 * poll_s)
@@ -307,13 +303,30 @@ def _duration(seconds: float) -> str:
     return f"{m // 60}h{m % 60:02d}m" if m >= 60 else f"{m}m{s:02d}s"
 
 
-def main(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class KaggleOptions:
+    """What `kaggle` was asked (`commands/kaggle.py`)."""
+
+    action: str
+    out: Path | None = None  # the run folder
+    seeds: tuple[int, ...] = (0,)
+    kernels: tuple[str, ...] | None = None  # kernel definitions in kaggle/ (None: all)
+    preset: str = "paper"
+    members: int | None = None
+    accelerator: str | None = None
+    time_limit: int | None = None  # seconds a kernel may run
+    concurrency: int | None = None
+    poll: float = 30.0
+    username: str | None = None
+
+
+def main(args: KaggleOptions) -> int:
     """Start a new run (build, run) or continue the one named or the latest (push, status, pull, run)."""
     new = args.action in ("build", "run") and (
-        args.action == "build" or args.run is None or not (args.run / STATE_FILE).exists()
+        args.action == "build" or args.out is None or not (args.out / STATE_FILE).exists()
     )
-    run = args.run if args.run is not None or new else latest_run()
-    overrides = {"accelerator": args.accelerator, "timeout": args.timeout, "concurrency": args.concurrency}
+    run = args.out if args.out is not None or new else latest_run()
+    overrides = {"accelerator": args.accelerator, "timeout": args.time_limit, "concurrency": args.concurrency}
     api = None if args.action == "build" and args.username else connect()
     if new:
         run = new_run_dir(run, "kaggle")
@@ -326,8 +339,8 @@ def main(args: argparse.Namespace) -> int:
         settings.update({k: v for k, v in overrides.items() if v is not None})
         if args.members:
             settings["members"] = args.members
-        bundles = list(args.bundles) if args.bundles else None
-        state = build(run, args.username or username_of(api), sorted(args.seeds), bundles, settings)
+        kernels = list(args.kernels) if args.kernels else None
+        state = build(run, args.username or username_of(api), sorted(args.seeds), kernels, settings)
         print(f"built {len(state['kernels'])} kernel(s) in {run}/kernels", flush=True)
         if args.action == "build":
             return 0
@@ -344,18 +357,18 @@ def main(args: argparse.Namespace) -> int:
         return act(api, run, state, args)
     except KaggleUnavailable as exc:
         raise InputError(
-            f"{exc}; the run is saved: `./reproduce.sh kaggle status --run {run}` and "
-            f"`kaggle pull --run {run}` continue it"
+            f"{exc}; the run is saved: `./reproduce.sh kaggle status --out {run}` and "
+            f"`kaggle pull --out {run}` continue it"
         ) from exc
 
 
-def act(api: KaggleApi, run: Path, state: dict, args: argparse.Namespace) -> int:
+def act(api: KaggleApi, run: Path, state: dict, args: KaggleOptions) -> int:
     """Push, report the status of, pull or run the kernels of `run`."""
     if args.action == "push":
         if not push(api, run, state):
             raise InputError(
                 f"not every kernel is pushed: the account runs as many GPU sessions as Kaggle allows; "
-                f"`./reproduce.sh kaggle run --run {run}` pushes the rest as sessions end"
+                f"`./reproduce.sh kaggle run --out {run}` pushes the rest as sessions end"
             )
         return 0
     if args.action == "status":
@@ -368,38 +381,3 @@ def act(api: KaggleApi, run: Path, state: dict, args: argparse.Namespace) -> int
     else:
         poll(api, run, state)
     return finish(api, run, state)
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the `kaggle` subcommand."""
-    p = subparsers.add_parser(
-        "kaggle",
-        help="retrain the original bundles on Kaggle GPUs and judge them",
-        description="Retrain the original bundles as Kaggle GPU kernels, pull them back, "
-        "check every file against its manifest and verify them with the rerun tier.",
-    )
-    p.add_argument("action", choices=ACTIONS, help="run = build, push, wait, pull, check and verify")
-    p.add_argument("--run", type=Path, help="the run folder (default: a new runs/<time>-kaggle, or the latest one)")
-    p.add_argument(
-        "--seeds", type=list_of(seed), default=(0,), help="comma-separated seeds, one kernel each (default 0)"
-    )
-    p.add_argument("--bundles", type=list_of(str), help="comma-separated kernel definitions in kaggle/ (default: all)")
-    p.add_argument("--preset", choices=PRESET_NAMES, default="paper", help="training preset inside the kernel")
-    p.add_argument(
-        "--members",
-        type=integer(2, schema.MAX_MEMBERS, "a number of members"),
-        metavar="K",
-        help="each kernel trains an ensemble of K members (`rerun --members K`), split over the machine's GPUs; "
-        "the GPU hours are estimated first, and a run that cannot fit the session or the quota left is refused",
-    )
-    p.add_argument("--accelerator", help=f"Kaggle machine shape (default {DEFAULT_ACCELERATOR}, the T4 x2 machine)")
-    p.add_argument(
-        "--timeout",
-        type=positive,
-        help="seconds a kernel may run (default 6 h; with --members 12 h, Kaggle's longest session); "
-        "`run` waits that long per round of --concurrency kernels",
-    )
-    p.add_argument("--concurrency", type=positive, help="kernels running at once (default 2)")
-    p.add_argument("--poll", type=float, default=30.0, help="first polling interval in seconds; it backs off to 10x")
-    p.add_argument("--username", help="Kaggle user name for the kernel ids (default: from the credentials)")
-    p.set_defaults(func=main)

@@ -83,8 +83,8 @@ def estimate(state: dict) -> None:
     if longest["estimated_s"] > limit:
         raise InputError(
             f"{longest['id']}: estimated at {longest['estimated_s'] / 3600:.1f} h, more than the session's "
-            f"{limit / 3600:g} h (--timeout, at most Kaggle's {MAX_SESSION_S // 3600} h): fewer --members, "
-            f"or a longer --timeout up to {MAX_SESSION_S}"
+            f"{limit / 3600:g} h (--time-limit, at most Kaggle's {MAX_SESSION_S // 3600} h): fewer --members, "
+            f"or a longer --time-limit up to {MAX_SESSION_S}"
         )
 
 

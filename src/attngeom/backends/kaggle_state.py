@@ -1,6 +1,6 @@
 """`<run>/kaggle-state.json`: what a Kaggle run has recorded so far, read only after one schema accepts it.
 
-The file is rewritten atomically at every step of a run, and `status`, `pull` and `run --run DIR`
+The file is rewritten atomically at every step of a run, and `status`, `pull` and `run --out DIR`
 continue from it, so it is read as untrusted input: valid JSON of another shape (a list, an empty
 object, a kernel without its id, a path out of the run folder, deep nesting) is one clear error.
 """

@@ -24,6 +24,8 @@ from attngeom.base.variants import VARIANTS_TABLE
 MAX_JSON_BYTES = 64 << 20
 MAX_DEPTH = 64
 MAX_MEMBERS = 64  # the most members an ensemble has (`rerun --members K`: from 2)
+MEMBERS_MODES = ("together", "sequential")  # how an ensemble's members train (`rerun --members-mode`)
+TIERS = ("published", "rerun")  # the tolerances a claim is judged with: the published value's, or a rerun's band
 MAX_INT_DIGITS = 19
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 
@@ -541,7 +543,7 @@ ENSEMBLE_JSON = Record(
     {
         "what": Text(),
         "members": Number(2, MAX_MEMBERS, integer=True),
-        "members_mode": Maybe(Text(16, "together|sequential")),  # kept on --resume (ensemble.together)
+        "members_mode": Maybe(Text(16, "|".join(MEMBERS_MODES))),  # kept on --resume (ensemble.members_mode)
         "config": MANIFEST_JSON.fields["config"],
         "member_runs": Record(other=Record({"state": Text(32)}, required=("state",)), keys=r"\d{1,2}"),
         "statistics": Record(other=_by_statistic(_spread), keys=_MODEL_KEY),

@@ -1,9 +1,14 @@
-"""Command-line option values shared by the subcommands."""
+"""Command-line option values shared by the subcommands, and the typed options record each command builds."""
 
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Collection
+from dataclasses import fields
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def parse_list(text: str, kind: Callable = str, choices: Collection | None = None, what: str = "value") -> tuple:
@@ -37,6 +42,23 @@ def integer(lo: int, hi: int | None = None, what: str = "an integer") -> Callabl
         return value
 
     return read
+
+
+def time_limit(text: str) -> float:
+    """An argparse `type=`: a time limit, a positive finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"a positive number of seconds, got {text}")
+    return value
+
+
+def typed(kind: type[T], args: argparse.Namespace, **values) -> T:
+    """The command's options record `kind` (a frozen dataclass), built once from the parsed command line:
+    each field the command line has, `values` for those it computes."""
+    return kind(**{f.name: getattr(args, f.name) for f in fields(kind) if hasattr(args, f.name)} | values)
 
 
 seed = integer(0, 2**31 - 1, "a seed")  # what every random generator here accepts

@@ -12,7 +12,6 @@ what its file gives now (a measurement committed without regenerating the page),
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from attngeom.base.errors import EXIT_FAIL, EXIT_PASS, InputError, one_line
@@ -52,7 +51,7 @@ def stale_blocks(before: str, after: str) -> list[int]:
     return [line for (line, a), (_, b) in zip(blocks(before), blocks(after)) if a != b]
 
 
-def run_docs(args: argparse.Namespace) -> int:
+def run_docs(check: bool) -> int:
     """Regenerate the figures of every page, or (--check) name the blocks that are out of date."""
     status = EXIT_PASS
     for path in pages():
@@ -60,7 +59,7 @@ def run_docs(args: argparse.Namespace) -> int:
         after = generate(path)
         if after == before:
             continue
-        if args.check:
+        if check:
             for line in stale_blocks(before, after):
                 print(f"{shown(path)}:{line}: out of date: regenerate with ./reproduce.sh docs")
             status = EXIT_FAIL
@@ -68,10 +67,3 @@ def run_docs(args: argparse.Namespace) -> int:
             write_atomic(path, after)
             print(f"regenerated: {shown(path)}")
     return status
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add the `docs` subcommand."""
-    p = sub.add_parser("docs", help="regenerate the measured figures of README.md and docs/ (--check: only check)")
-    p.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each block out of date")
-    p.set_defaults(func=run_docs)

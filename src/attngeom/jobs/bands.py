@@ -29,15 +29,15 @@ bundles first, with whether the band covers each; a band is re-derived once MIN_
 
 from __future__ import annotations
 
-import argparse
 import copy
 import math
+from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 
 from attngeom.base import schema
 from attngeom.base.errors import InputError
-from attngeom.base.files import output_file, shown, write_json_atomic
+from attngeom.base.files import shown, write_json_atomic
 from attngeom.base.variants import model_of, published_run
 from attngeom.judgement import expected
 from attngeom.judgement.judge import Judgement, judgement_for, passes
@@ -193,7 +193,19 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
     return doc, lines
 
 
-def run_final(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class BandsOptions:
+    """What `bands` was asked (`commands/bands.py`)."""
+
+    ensemble: Path | None = None
+    final: Path | None = None
+    step: int = 1200
+    source: str | None = None
+    judge: tuple[Path, ...] = ()
+    write: Path | None = None
+
+
+def run_final(args: BandsOptions) -> int:
     """`bands --final REPORT_JSON`: each final-step band beside the full-length trajectories; 1 when one the
     report measures lies outside."""
     section = schema.read_json(args.final, schema.REPORT_JSON).get("trajectories")
@@ -208,7 +220,7 @@ def run_final(args: argparse.Namespace) -> int:
     return 1 if any(not m["covered"] for cid in lines for m in new["claims"][cid]["measured"]) else 0
 
 
-def run_bands(args: argparse.Namespace) -> int:
+def run_bands(args: BandsOptions) -> int:
     """Print the derived bands beside those in force; write them with --write. The exit status is 1 when
     a run --judge judges again lies outside its band (every file read first, so that a bad one writes nothing)."""
     if args.final is not None:
@@ -239,7 +251,7 @@ def run_bands(args: argparse.Namespace) -> int:
             print(f"step {args.step} {name}: the bands of {a} and {b} overlap")
     judged = [
         (file, row)
-        for file in args.judge or []
+        for file in args.judge
         for row in judge_summaries(schema.read_json(file, schema.SUMMARY_JSON), new, args.step)
     ]
     for file, (who, model, name, value, published, t, inside) in judged:
@@ -249,30 +261,3 @@ def run_bands(args: argparse.Namespace) -> int:
         write_json_atomic(args.write, new)
         print(f"written: {shown(args.write)}")
     return 1 if any(not row[-1] for _, row in judged) else 0  # as verify: 1 when a judged value fails
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add the `bands` subcommand."""
-    p = sub.add_parser("bands", help="derive rerun.json's intermediate-step bands from a measured ensemble")
-    p.add_argument(
-        "ensemble", type=Path, nargs="?", help="a summary file holding ensembles (`summary ENS ... --out FILE`)"
-    )
-    p.add_argument(
-        "--final",
-        type=Path,
-        metavar="REPORT_JSON",
-        help="instead: the final-step bands beside the full-length trajectories of the published bundles' report.json",
-    )
-    p.add_argument("--step", type=int, default=1200, help="the telemetry step whose bands are derived (default 1200)")
-    p.add_argument("--source", help="how the reason names the file (default: the path given)")
-    p.add_argument(
-        "--judge",
-        type=Path,
-        action="append",
-        metavar="SUMMARY",
-        help="judge the runs a summary file keeps again with the derived bands (repeatable)",
-    )
-    p.add_argument(
-        "--write", type=output_file, metavar="FILE", help="write the rerun.json with the derived bands to FILE"
-    )
-    p.set_defaults(func=run_bands)

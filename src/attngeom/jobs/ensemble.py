@@ -25,7 +25,6 @@ of the final model (`final`) for members that ran the whole schedule.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -131,18 +130,15 @@ def write_summary(ensemble: Path, plan: dict, folders: dict[str, Path], known: d
     return doc
 
 
-def new_plan(args: argparse.Namespace) -> dict:
+def new_plan(opts: local_run.RerunOptions) -> dict:
     """The plan of a new ensemble, checked like a rerun's."""
-    base = local_run.options(args)
+    base = local_run.new_plan(opts)
     return {
-        "what": f"{args.members} trajectories of one configuration: member 0 the plain rerun, member m >= 1 "
+        "what": f"{opts.members} trajectories of one configuration: member 0 the plain rerun, member m >= 1 "
         "its initial parameters moved one float32 ulp with signs from m",
-        "members": args.members,
+        "members": opts.members,
         "config": base.manifest_config(),
     }
-
-
-MODES = ("together", "sequential")
 
 
 def together_mode(members: list[int]) -> str:
@@ -151,42 +147,42 @@ def together_mode(members: list[int]) -> str:
     return "together: members " + ", ".join(map(str, members))
 
 
-def together(args: argparse.Namespace, platform: str, recorded: str | None = None) -> bool:
-    """Whether the members train together (`--members-mode`; by default on a GPU, not on a CPU (`platform`),
-    where `bench train --members` measures one after another as faster). A resumed ensemble keeps the
-    mode it `recorded`: none given takes it, another is an error (its members' trajectories would mix)."""
-    if recorded is not None and args.members_mode not in (None, recorded):
+def members_mode(opts: local_run.RerunOptions, platform: str, recorded: str | None = None) -> str:
+    """How the members train, decided once: `--members-mode`, by default together on a GPU and one after
+    another on a CPU (`platform`), where `bench train --members` measures that as faster. A resumed
+    ensemble keeps the mode it `recorded`: none given takes it, another is an error (its members'
+    trajectories would mix)."""
+    if recorded is not None and opts.members_mode not in (None, recorded):
         raise InputError(
-            f"--members-mode {args.members_mode}: this ensemble was trained {recorded}; resume it so, or start a new one"
+            f"--members-mode {opts.members_mode}: this ensemble was trained {recorded}; resume it so, or start a new one"
         )
-    if args.members_mode is None:
-        args.members_mode = recorded or ("sequential" if platform == "cpu" else "together")
-    if args.members_mode == "sequential" and args.time_limit is not None:
+    mode = opts.members_mode or recorded or ("sequential" if platform == "cpu" else "together")
+    if mode == "sequential" and opts.time_limit is not None:
         raise InputError("--time-limit: only for members trained together (--members-mode together)")
-    return args.members_mode == "together"
+    return mode
 
 
 def run(
-    args: argparse.Namespace, train_and_judge: Callable[[list[tuple[argparse.Namespace, local_run.Plan]]], int]
+    opts: local_run.RerunOptions,
+    train_and_judge: Callable[[list[tuple[local_run.RerunOptions, local_run.Plan]]], int],
 ) -> int:
-    """Train (or carry on) the members with `train_and_judge([(args, plan), ...])` (the rerun command's):
+    """Train (or carry on) the members with `train_and_judge([(opts, plan), ...])` (the rerun command's):
     one member per call, or all of them in one call when they train together; then summarise. The
     device is prepared once, before the mode is chosen on it. The exit status is the worst of the
     complete members' verifications, those of earlier calls included."""
     platform = local_run.prepare_device()
-    if args.resume:
-        ensemble = args.resume
+    if opts.resume:
+        ensemble = opts.resume
         plan = {k: v for k, v in read(ensemble).items() if k in ("what", "members", "config", "members_mode")}
-        at_once = together(args, platform, plan.get("members_mode"))
-        plan["members_mode"] = args.members_mode
-        ours = chosen_members(args, plan["members"])
+        opts = replace(opts, members_mode=members_mode(opts, platform, plan.get("members_mode")))
+        plan["members_mode"] = opts.members_mode
     else:
-        at_once = together(args, platform)
-        plan = {**new_plan(args), "members_mode": args.members_mode}
-        ours = chosen_members(args, plan["members"])
-        ensemble = runs.new_run_dir(args.out, f"{plan['config']['preset']}-ensemble{args.members}")
+        opts = replace(opts, members_mode=members_mode(opts, platform))
+        plan = {**new_plan(opts), "members_mode": opts.members_mode}
+        ensemble = runs.new_run_dir(opts.out, f"{plan['config']['preset']}-ensemble{opts.members}")
+    ours, at_once = chosen_members(opts, plan["members"]), opts.members_mode == "together"
     base = local_run.Plan.from_manifest(plan["config"], Path(ensemble) / SUMMARY)
-    if args.resume:
+    if opts.resume:
         settle(ensemble, base, ours)
     folders, known = list_bundles(fetch.fetch_bundles()).folders(), {}
     doc = write_summary(ensemble, plan, folders, known)
@@ -195,12 +191,10 @@ def run(
     carry_on = all(s == "stopped" for s in states)
     jobs = [
         (
-            argparse.Namespace(
-                **{
-                    **vars(args),
-                    "out": member_dir(ensemble, m),
-                    "resume": None if state == "not started" else member_dir(ensemble, m),
-                }
+            replace(
+                opts,
+                out=member_dir(ensemble, m),
+                resume=None if state == "not started" else member_dir(ensemble, m),
             ),
             replace(base, cfg=replace(base.cfg, member=m)),
         )
@@ -224,15 +218,15 @@ def run(
     return max([status, *(r.get("verify_exit") or 0 for r in done)])  # members judged before this call count too
 
 
-def chosen_members(args: argparse.Namespace, members: int) -> tuple[int, ...]:
+def chosen_members(opts: local_run.RerunOptions, members: int) -> tuple[int, ...]:
     """The members this process trains: `--member-ids` (the others are another process's, say one per
     GPU, trained into the same ensemble folder), else all of them."""
-    if args.member_ids is None:
+    if opts.member_ids is None:
         return tuple(range(members))
-    outside = [m for m in args.member_ids if m >= members]
+    outside = [m for m in opts.member_ids if m >= members]
     if outside:
         raise InputError(f"--member-ids: member {outside[0]} is not one of the ensemble's 0 to {members - 1}")
-    return tuple(sorted(set(args.member_ids)))
+    return tuple(sorted(set(opts.member_ids)))
 
 
 def settle(ensemble: Path, plan: local_run.Plan, members: tuple[int, ...]) -> None:

@@ -9,18 +9,12 @@ commands (`kaggle run`, `docker run rerun`), which run this one on their machine
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import time
 from dataclasses import replace
-from pathlib import Path
 
-from attngeom.base import schema
 from attngeom.base.errors import InputError
-from attngeom.base.train_config import PRESET_NAMES
-from attngeom.base.variants import PUBLISHED, TRAINABLE
-from attngeom.commands.options import integer, list_of, step_count, subcommand, variants_option
-from attngeom.commands.options import seed as seed_option
+from attngeom.base.variants import PUBLISHED
 from attngeom.jobs import ensemble
 from attngeom.jobs.verify import run_verify
 from attngeom.training import local_run, runs
@@ -36,21 +30,23 @@ def judge(folder: runs.RunFolder, plan: local_run.Plan) -> tuple[int, dict]:
     return status, {"verify_exit": status}
 
 
-def run(args: argparse.Namespace) -> int:
+def run(opts: local_run.RerunOptions) -> int:
     """One run, or an ensemble of them (`--members K`, or `--resume` of an ensemble folder)."""
-    if args.time_limit is not None and not args.time_limit > 0:
+    if opts.time_limit is not None and not opts.time_limit > 0:
         raise InputError("--time-limit: a positive number of seconds")
-    args.deadline = None if args.time_limit is None else time.monotonic() + args.time_limit
-    if args.members is not None or (args.resume and ensemble.is_ensemble(args.resume)):
-        return ensemble.run(args, train_and_judge)
-    for given, flag in ((args.members_mode, "--members-mode"), (args.member_ids, "--member-ids")):
+    if opts.resume is None:
+        local_run.new_plan(opts)  # every option checked before the device starts or a folder is claimed
+    opts = replace(opts, deadline=None if opts.time_limit is None else time.monotonic() + opts.time_limit)
+    if opts.members is not None or (opts.resume and ensemble.is_ensemble(opts.resume)):
+        return ensemble.run(opts, train_and_judge)
+    for given, flag in ((opts.members_mode, "--members-mode"), (opts.member_ids, "--member-ids")):
         if given is not None:
             raise InputError(f"{flag}: only for an ensemble (--members K, or --resume of an ensemble folder)")
     local_run.prepare_device()
-    return train_and_judge([(args, None)])
+    return train_and_judge([(opts, None)])
 
 
-def train_and_judge(jobs: list[tuple[argparse.Namespace, local_run.Plan | None]]) -> int:
+def train_and_judge(jobs: list[tuple[local_run.RerunOptions, local_run.Plan | None]]) -> int:
     """Open (or reopen with --resume) each job's run folder, train them, verify each alone into its own
     folder and mark it complete; the exit status is the worst verification's.
 
@@ -60,8 +56,8 @@ def train_and_judge(jobs: list[tuple[argparse.Namespace, local_run.Plan | None]]
     opened: list[tuple[runs.RunFolder, local_run.Plan, object]] = []
     mode = "alone" if len(jobs) == 1 else ensemble.together_mode([p.cfg.member for _, p in jobs])
     try:
-        for member_args, member_plan in jobs:
-            opened.append(local_run.open_folder(member_args, member_plan, mode))
+        for member_opts, member_plan in jobs:
+            opened.append(local_run.open_folder(member_opts, member_plan, mode))
             print(f"run folder: {opened[-1][0].path}")
         folders, plans = [o[0] for o in opened], [o[1] for o in opened]
         if len({replace(p, cfg=replace(p.cfg, member=0)) for p in plans}) > 1:
@@ -100,67 +96,3 @@ def _judge_and_finish(folder: runs.RunFolder, plan: local_run.Plan, walls: dict)
     status, verified = judge(folder, plan)
     local_run.finish(folder, plan, **verified)
     return status
-
-
-def register(subparsers) -> None:
-    """Add the `rerun` subcommand."""
-    p = subcommand(
-        subparsers, "rerun", "retrain the seed-0 runs on this machine, write the bundles, verify them", __doc__
-    )
-    p.add_argument(
-        "--preset",
-        choices=PRESET_NAMES,
-        default="paper",
-        help="paper: the original runs (12,000 steps); smoke: a tiny check (minutes on a CPU)",
-    )
-    p.add_argument("--out", type=Path, help="the run folder, new or empty (default: runs/<time>-<preset>-s<seed>)")
-    p.add_argument("--steps", type=int, help="training steps (telemetry at 0, steps/10, steps/2, steps-1)")
-    p.add_argument("--seed", type=seed_option, default=0, help="the seed (default 0, the published runs)")
-    p.add_argument("--seeds", type=list_of(seed_option), help="several seeds, comma-separated (overrides --seed)")
-    variants_option(p, TRAINABLE, PUBLISHED)
-    p.add_argument("--lr", type=float, help="one learning rate for all variants (default: the original ones)")
-    for flag, kind, metavar, text in (
-        ("--stop-after", int, "STEP", "stop after this step of the schedule (telemetry steps up to it are recorded)"),
-        (
-            "--windows",
-            int,
-            "W",
-            "record the maps on W windows of the validation text too, the fixed one first (default 16)",
-        ),
-        ("--resume", Path, "RUN", "continue an interrupted run folder from its checkpoints (its own options are used)"),
-        (
-            "--members",
-            integer(2, schema.MAX_MEMBERS, "a number of members (member 0 and at least one perturbed trajectory)"),
-            "K",
-            "an ensemble: K trajectories, member m >= 1 starting one float32 ulp away (see `attngeom.jobs.ensemble`)",
-        ),
-        (
-            "--time-limit",
-            float,
-            "SECONDS",
-            "stop training after the last chunk that fits in SECONDS from the start (judging comes after): "
-            "the run becomes one stopped after the step reached, judged on it, and --resume carries it on",
-        ),
-        (
-            "--preflight",
-            step_count,
-            "N",
-            "first compare N paper-preset steps with the author's script (`fidelity`); default 3 on a GPU, 0 (skip) on a CPU",
-        ),
-    ):
-        p.add_argument(flag, type=kind, metavar=metavar, help=text)
-    p.add_argument(
-        "--members-mode",
-        choices=ensemble.MODES,
-        help="an ensemble's members trained together (one vmapped step: default on a GPU) "
-        "or one after another (default on a CPU, where it is faster)",
-    )
-    p.add_argument(
-        "--member-ids",
-        type=list_of(integer(0, schema.MAX_MEMBERS - 1, "a member number")),
-        metavar="LIST",
-        help="train only these members of the ensemble (comma-separated); the others are left to another "
-        "process training into the same folder, such as one per GPU",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress output or evaluation lines")
-    p.set_defaults(func=run)

@@ -15,24 +15,22 @@ statistics: trajectories.py).
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import shutil
-import tempfile
-from contextlib import redirect_stdout
-from io import StringIO
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from attngeom.base import blocks, fetch, schema
 from attngeom.base.errors import InputError
-from attngeom.base.files import REPO, output_file, replaced_folder, sha256_file, shown, write_json_atomic
+from attngeom.base.files import REPO, replaced_folder, sha256_file, shown, write_json_atomic
 from attngeom.base.records import Report
 from attngeom.base.variants import PUBLISHED, model_key, published_run
 from attngeom.bundles.layout import RUN_JSON, BundleModel, attn_file, geom_file, list_bundles, load_model
 from attngeom.bundles.manifest import MANIFEST, REPORT, read_manifest
 from attngeom.jobs import ensemble
+from attngeom.jobs.verify import judge_bundles
 from attngeom.judgement.trajectories import judged_runs
 from attngeom.measures.table import by_step, published_model
 from attngeom.report import outputs
@@ -193,8 +191,6 @@ def judge_together(folder: Path, runs: dict[str, Path]) -> dict:
     the census) need them side by side, which no single-variant run's report has.
     Returns the judgement as `./reproduce.sh --bundles FOLDER --variants ...` gives it, with each
     file's sha256, so that the kept folder can be judged again and compared."""
-    from attngeom.jobs import verify  # verify reads summary files (trajectories.py), which read this module
-
     try:
         with replaced_folder(folder, set(runs)) as new:
             for name, run_dir in runs.items():
@@ -206,9 +202,7 @@ def judge_together(folder: Path, runs: dict[str, Path]) -> dict:
             )
             if not variants:
                 raise InputError(f"{shown(folder)}: no seed-0 bundle to judge together")
-            with tempfile.TemporaryDirectory() as tmp, redirect_stdout(StringIO()):
-                verify.run_verify(new, Path(tmp) / "report", variants=variants)
-                report = schema.read_json(Path(tmp) / "report" / "report.json", schema.REPORT_JSON)
+            report, _ = judge_bundles(new, variants=variants)
             files = {str(p.relative_to(new)): sha256_file(p) for p in listing.files if p.is_file()}
     except OSError as exc:
         raise InputError(f"{shown(folder)}: cannot write the bundles there ({exc.strerror or exc})") from exc
@@ -221,7 +215,18 @@ def judge_together(folder: Path, runs: dict[str, Path]) -> dict:
     } | _verdicts(report)
 
 
-def run_summary(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class SummaryOptions:
+    """What `summary` was asked (`commands/summary.py`)."""
+
+    runs: tuple[Path, ...]
+    out: Path
+    what: str = ""
+    note: str = ""
+    together: Path | None = None
+
+
+def run_summary(args: SummaryOptions) -> int:
     """`summary`: write the summary of the given run folders into --out (other runs already there are kept)."""
     names = [run_dir.resolve().name for run_dir in args.runs]
     if len(set(names)) < len(names):
@@ -252,24 +257,3 @@ def run_summary(args: argparse.Namespace) -> int:
         print(f"{who}: {v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped: {v['verdict']}")
     print(f"summary: {shown(args.out)}")
     return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """Add the `summary` subcommand."""
-    p = sub.add_parser("summary", help="judged run folders as one JSON of statistics and verdicts")
-    p.add_argument(
-        "runs", nargs="+", type=Path, metavar="RUN", help="run folders of `rerun`, each judged into RUN/report"
-    )
-    p.add_argument(
-        "--out", type=output_file, required=True, help="the JSON to write; runs of other names already in it are kept"
-    )
-    p.add_argument("--what", default="", help="a sentence saying what the runs are, kept at the top of the JSON")
-    p.add_argument("--note", default="", help="a remark kept with each run (such as how loaded the machine was)")
-    p.add_argument(
-        "--together",
-        type=Path,
-        metavar="FOLDER",
-        help="also keep each run's bundles (not its windows) in FOLDER/<run name>/ and judge FOLDER as one set, "
-        "every claim comparing their models included; kept in the summary as `together`",
-    )
-    p.set_defaults(func=run_summary)

@@ -9,8 +9,8 @@ InputError before anything is written); the report's files are replaced together
 
 from __future__ import annotations
 
-import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from attngeom.base import blocks, fetch
@@ -19,7 +19,6 @@ from attngeom.base.files import REPO, sha256_file, shown
 from attngeom.base.records import EvidenceRecord, Report
 from attngeom.base.variants import PUBLISHED
 from attngeom.bundles import evidence, layout
-from attngeom.commands.options import list_of
 from attngeom.judgement import expected, judge, robustness, trajectories
 from attngeom.measures import stats, table
 from attngeom.measures.results import compute_results, mathematics_results
@@ -62,25 +61,23 @@ def measured_trajectories(
     return [*measured, *author, *own], sources, [*files, *author_files]
 
 
-def run_verify(
-    bundles_root: Path | None,
-    out: Path,
+def judge_bundles(
+    root: Path,
     tier: str | None = None,
     variants: tuple[str, ...] = PUBLISHED,
-) -> int:
-    """Verify a folder of bundles (None: the author's published bundles) and write the report.
+    on_evidence: Callable[[evidence.Evidence, list[str]], None] | None = None,
+) -> tuple[Report, dict]:
+    """The judgement of the bundles in `root` and every statistic behind it, nothing written.
 
-    The bundles say what they are (evidence.describe), which sets the tier and the claims that
-    apply; `tier` overrides the tier, and a mismatch is a warning in the report.
+    The bundles say what they are (evidence.describe), which sets the tier and the claims that apply;
+    `tier` overrides the tier, and a mismatch is a warning in the report. `on_evidence` hears what the
+    bundles are and the warnings as soon as they are known, before the statistics are computed.
     """
-    outputs.check_out(Path(out))
-    root = Path(bundles_root) if bundles_root is not None else fetch.fetch_bundles()
     listing = layout.list_bundles(root)  # the one search of the folder
     models = layout.load_models(root, variants, heads=stats.FIXED_HEADS, listing=listing)
     ev, tier, warnings, hashes = judge_evidence(root, models, tier, listing)
-    print(ev.line())
-    for w in warnings:
-        print(f"warning: {one_line(w)}", file=sys.stderr)
+    if on_evidence is not None:
+        on_evidence(ev, warnings)
     companion_runs = fetch.fetch_companion()
     claims = expected.load_claims()  # parsed once, for the robustness pass and the judgement
     plain = {name: table.Measures.of(m) for name, m in models.items()}
@@ -108,12 +105,33 @@ def run_verify(
         ),
         warnings=warnings,
         preflight=ev.preflight,
-        layout=shown(root),
+        bundles=shown(root),
         claims=rows,
         trajectories=trajectories.section(claims, rows, measured, sources, expected.load_rerun(claims=claims)),
         provenance=markdown.provenance(inputs, expected.sha256_of()),
     )
+    return doc, results
+
+
+def run_verify(
+    bundles_root: Path | None,
+    out: Path,
+    tier: str | None = None,
+    variants: tuple[str, ...] = PUBLISHED,
+) -> int:
+    """Verify a folder of bundles (None: the author's published bundles), write the report and print the
+    verdicts (`judge_bundles`)."""
+    outputs.check_out(Path(out))
+    root = Path(bundles_root) if bundles_root is not None else fetch.fetch_bundles()
+
+    def said(ev: evidence.Evidence, warnings: list[str]) -> None:
+        print(ev.line())
+        for w in warnings:
+            print(f"warning: {one_line(w)}", file=sys.stderr)
+
+    doc, results = judge_bundles(root, tier, variants, said)
     outputs.write_verified(Path(out), doc, results)
+    rows = doc["claims"]
     width = max(len(r["id"]) for r in rows)
     for r in rows:
         print(f"{r['verdict']:4}  {r['id']:<{width}}  measured {r['measured']:<14} expected {r['expected']}")
@@ -121,23 +139,3 @@ def run_verify(
     print(f"report: {shown(Path(out) / 'REPORT.md')}")
     print(f"{s['passed']} passed, {s['failed']} failed" + (f", {s['skipped']} skipped" if s["skipped"] else ""))
     return EXIT_PASS if s["failed"] == 0 else EXIT_FAIL
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    """`verify`: the default subcommand."""
-    p = sub.add_parser("verify", help="judge every quoted number (default)")
-    p.add_argument("--bundles", type=Path, help="a folder of bundles in the original format (default: the author's)")
-    p.add_argument("--out", type=Path, default=Path("report"), help="report folder (default: report/)")
-    p.add_argument(
-        "--tier",
-        choices=expected.TIERS,
-        help="override the tolerances the bundles call for (default: published for the author's bundles, "
-        "rerun for any other)",
-    )
-    p.add_argument(
-        "--variants",
-        type=list_of(str, PUBLISHED, "variant"),
-        default=PUBLISHED,
-        help="comma-separated variants to load",
-    )
-    p.set_defaults(func=lambda a: run_verify(a.bundles, a.out, a.tier, a.variants))

@@ -18,7 +18,6 @@ from attngeom.measures.table import STEP_STATISTICS
 
 EXPECTED_DIR = REPO / "expected"
 COMPARISONS = ("exact", "abs", "rel", "le", "lt", "ge", "gt")
-TIERS = ("published", "rerun")
 _FIELDS = (
     "id",
     "claim",

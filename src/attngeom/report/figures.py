@@ -10,7 +10,6 @@ counters) and re-renders OUT/index.html.
 
 from __future__ import annotations
 
-import argparse
 import multiprocessing
 import os
 import signal
@@ -216,17 +215,16 @@ def _read_json(path: Path) -> dict:
         raise InputError(f"{exc}; rerun ./reproduce.sh verify --out {shown(path.parent)}") from exc
 
 
-def run_figures(args: argparse.Namespace) -> int:
+def run_figures(bundles: Path | None, out: Path) -> int:
     """`figures`: render the GIFs, then re-render OUT/index.html when a verify report of these bundles is there.
 
     The figures and the page are renewed together in the report folder (report_set.write_set).
     """
     from attngeom.base.fetch import fetch_bundles
 
-    outputs.check_out(Path(args.out))
-    root = Path(args.bundles) if args.bundles else fetch_bundles()
+    outputs.check_out(out)
+    root = bundles if bundles is not None else fetch_bundles()
     models = load_models(root, FIGURE_VARIANTS, heads=stats.FIXED_HEADS)
-    out = Path(args.out)
     started = time.perf_counter()
     written = None
 
@@ -255,11 +253,3 @@ def run_figures(args: argparse.Namespace) -> int:
             f"no report.json in {shown(out)} yet: ./reproduce.sh verify --out {shown(out)} writes the page with these figures"
         )
     return 0
-
-
-def register(subparsers) -> None:
-    """Add the `figures` subcommand."""
-    p = subparsers.add_parser("figures", help="render the posts' six figures as GIFs and add them to the report")
-    p.add_argument("--bundles", metavar="DIR", help="folder of bundles (default: fetch the author's published ones)")
-    p.add_argument("--out", metavar="DIR", default="report", help="output folder (default: report)")
-    p.set_defaults(func=run_figures)

@@ -12,7 +12,6 @@ status is 0 when everything matches, 1 when something differs, 2 for unusable in
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -28,12 +27,9 @@ import numpy as np
 import attngeom
 from attngeom.base.errors import EXIT_FAIL, EXIT_PASS, InputError
 from attngeom.base.files import cpu_model
-from attngeom.base.variants import PUBLISHED
-from attngeom.commands.options import subcommand, variants_option
 
 FIDELITY_JSON = "fidelity.json"
 DEFAULT_STEPS = 3
-DEFAULT_VARIANTS = PUBLISHED  # the variants the claims are about
 SCRIPT_VARIANTS = ("softmax", "yat_b", "goat_v", "goat_nov")  # those the harness and the script share
 LOSS_RTOL = 1e-5
 MAP_ULPS = 1
@@ -300,25 +296,18 @@ def run_preflight(folder, variants: tuple[str, ...], requested: int | None) -> N
             )
 
 
-def run(args: argparse.Namespace) -> int:
-    """Check, print the table, write fidelity.json; 0 match, 1 mismatch."""
+def run(variants: tuple[str, ...], steps: int | None, out: Path | None) -> int:
+    """Check, print the table, write fidelity.json into `out` (new or empty; None: a new runs/ folder);
+    0 match, 1 mismatch."""
     from attngeom.training.device import deterministic_device
     from attngeom.training.runs import new_run_dir
 
-    _validate(args.variants, args.steps)
+    steps = DEFAULT_STEPS if steps is None else steps
+    _validate(variants, steps)
     deterministic_device()
-    out = new_run_dir(args.out, "fidelity")
-    doc = check(args.variants, args.steps, out / FIDELITY_JSON)
+    out = new_run_dir(out, "fidelity")
+    doc = check(variants, steps, out / FIDELITY_JSON)
     print(table(doc))
     print(summary_line(doc))
     print(f"written: {out / FIDELITY_JSON}")
     return EXIT_PASS if doc["verdict"] == "PASS" else EXIT_FAIL
-
-
-def register(subparsers) -> None:
-    """Add the `fidelity` subcommand."""
-    p = subcommand(subparsers, "fidelity", "the author's training script and this harness, side by side", __doc__)
-    p.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"training steps (default {DEFAULT_STEPS})")
-    variants_option(p, SCRIPT_VARIANTS, DEFAULT_VARIANTS)
-    p.add_argument("--out", type=Path, help="a new or empty folder for fidelity.json (default: runs/<time>-fidelity)")
-    p.set_defaults(func=run)

@@ -22,7 +22,7 @@ only when asked): `fidelity.json` goes into the run folder and its verdict into 
 
 from __future__ import annotations
 
-import argparse
+import math
 import os
 import shutil
 import time
@@ -30,8 +30,9 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 from attngeom.base.errors import InputError
+from attngeom.base.schema import MAX_STEP
 from attngeom.base.train_config import TrainConfig, preset
-from attngeom.base.variants import BUNDLES, model_key
+from attngeom.base.variants import BUNDLES, PUBLISHED, model_key
 from attngeom.bundles.layout import write_model, write_run_json
 from attngeom.training import data, runs, trajectory
 from attngeom.training.device import deterministic_device
@@ -40,6 +41,29 @@ from attngeom.training.device_probe import check_device
 MAX_WINDOWS = 256
 TIME_LIMIT = "time limit"
 """The manifest's `stopped_by` when `--time-limit` set the stop (a user's `--stop-after` leaves it out)."""
+
+
+@dataclass(frozen=True)
+class RerunOptions:
+    """What `rerun` was asked, read once from its command line (`commands/rerun.py`) and never changed:
+    an ensemble member's are a copy with its own folder (`dataclasses.replace`)."""
+
+    preset: str = "paper"
+    out: Path | None = None
+    steps: int | None = None
+    seeds: tuple[int, ...] = (0,)
+    variants: tuple[str, ...] = PUBLISHED
+    lr: float | None = None
+    stop_after: int | None = None
+    windows: int | None = None
+    resume: Path | None = None
+    members: int | None = None
+    time_limit: float | None = None
+    preflight: int | None = None
+    members_mode: str | None = None
+    member_ids: tuple[int, ...] | None = None
+    quiet: bool = False
+    deadline: float | None = None  # time.monotonic() at which training stops: set once from time_limit
 
 
 @dataclass(frozen=True)
@@ -213,18 +237,19 @@ def _checkpoint_of_this_run(run: Path, variant: str, seed: int, plan: Plan, pres
     return step
 
 
-def options(args: argparse.Namespace) -> Plan:
-    """The plan of a new run, checked."""
-    if args.steps is not None and args.steps < 2:
-        raise InputError("--steps: at least 2 (the maps at step 0 and after the last step)")
-    if args.lr is not None and not args.lr > 0:
-        raise InputError("--lr: must be positive")
-    if args.windows is not None and not 1 <= args.windows <= MAX_WINDOWS:
+def new_plan(opts: RerunOptions) -> Plan:
+    """The plan of a new run, checked whole before anything is written: every value a manifest could not
+    hold or a training could not use is refused here, so that a refused run leaves no folder behind."""
+    if opts.steps is not None and not 2 <= opts.steps <= MAX_STEP:
+        raise InputError(f"--steps: from 2 (the maps at step 0 and after the last step) to {MAX_STEP:,}")
+    if opts.lr is not None and not (math.isfinite(opts.lr) and opts.lr > 0):
+        raise InputError(f"--lr: a positive finite number, got {opts.lr}")
+    if opts.windows is not None and not 1 <= opts.windows <= MAX_WINDOWS:
         raise InputError(f"--windows: from 1 to {MAX_WINDOWS} (the fixed window and W - 1 more)")
-    cfg = preset(args.preset, steps=args.steps, lr=args.lr, stop_after=args.stop_after, windows=args.windows)
+    cfg = preset(opts.preset, steps=opts.steps, lr=opts.lr, stop_after=opts.stop_after, windows=opts.windows)
     if cfg.stop_after is not None and not 0 < cfg.stop_after < cfg.steps - 1:
         raise InputError(f"--stop-after: a step from 1 to {cfg.steps - 2} (the schedule has {cfg.steps} steps)")
-    return Plan(cfg, args.variants, args.seeds or (args.seed,), args.preset)
+    return Plan(cfg, opts.variants, opts.seeds, opts.preset)
 
 
 def prepare_device() -> str:
@@ -234,19 +259,19 @@ def prepare_device() -> str:
 
 
 def open_folder(
-    args: argparse.Namespace, plan: Plan | None = None, mode: str = "alone"
+    opts: RerunOptions, plan: Plan | None = None, mode: str = "alone"
 ) -> tuple[runs.RunFolder, Plan, data.Corpus]:
     """The run folder (new, or reopened with --resume), its plan and the corpus, on a device prepared
     already (`prepare_device`), with this process's segment begun. A new run follows `plan` when given
     (an ensemble member), else the options; `mode` is how its members train (`trajectory.stamp`)."""
-    if args.resume:
-        folder, plan = resume_run(args.resume, mode)
+    if opts.resume:
+        folder, plan = resume_run(opts.resume, mode)
         corpus = data.load_corpus()
     else:
-        plan = plan or options(args)
+        plan = plan or new_plan(opts)
         corpus = data.load_corpus()
         label = f"{plan.preset}-s{'_'.join(map(str, plan.seeds))}"
-        folder = runs.RunFolder(runs.new_run_dir(args.out, label), config=plan.manifest_config())
+        folder = runs.RunFolder(runs.new_run_dir(opts.out, label), config=plan.manifest_config())
         stamp = trajectory.stamp(plan.cfg, plan.preset, mode)
         folder.update(stopped_after=plan.cfg.stop_after, windows=plan.cfg.windows, trajectory=stamp)
     folder.begin_segment(trajectory.segment_facts(folder.manifest["trajectory"]))

@@ -1,0 +1,61 @@
+"""`reproduce.sh kaggle build|push|status|pull|run`: retrain the original bundles on Kaggle GPUs.
+
+`run` builds one kernel per bundle folder and seed, pushes them with the official `kaggle` client (at most
+--concurrency at a time), polls until each finishes, pulls every output into the run folder, checks each
+file's sha256 against the manifest the kernel wrote, and judges the seed-0 bundles with the rerun tier
+of `verify`. Everything the later steps need is recorded in `<run>/kaggle-state.json` as it happens, so
+`status` and `pull` resume from another shell or after a crash. Credentials: ~/.kaggle/kaggle.json or
+KAGGLE_USERNAME and KAGGLE_KEY.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from attngeom.base import schema
+from attngeom.base.train_config import PRESET_NAMES
+from attngeom.commands.options import integer, list_of, positive, seed, subcommand, typed
+
+ACTIONS = ("build", "push", "status", "pull", "run")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `kaggle` subcommand."""
+    p = subcommand(subparsers, "kaggle", "retrain the original bundles on Kaggle GPUs and judge them", __doc__)
+    p.add_argument("action", choices=ACTIONS, help="run = build, push, wait, pull, check and verify")
+    p.add_argument("--out", type=Path, help="the run folder (default: a new runs/<time>-kaggle, or the latest one)")
+    p.add_argument("--run", dest="out", type=Path, help=argparse.SUPPRESS)  # the spelling of earlier versions
+    p.add_argument(
+        "--seeds", type=list_of(seed), default=(0,), help="comma-separated seeds, one kernel each (default 0)"
+    )
+    p.add_argument("--kernels", type=list_of(str), help="comma-separated kernel definitions in kaggle/ (default: all)")
+    p.add_argument("--bundles", dest="kernels", type=list_of(str), help=argparse.SUPPRESS)  # earlier spelling
+    p.add_argument("--preset", choices=PRESET_NAMES, default="paper", help="training preset inside the kernel")
+    p.add_argument(
+        "--members",
+        type=integer(2, schema.MAX_MEMBERS, "a number of members"),
+        metavar="K",
+        help="each kernel trains an ensemble of K members (`rerun --members K`), split over the machine's GPUs; "
+        "the GPU hours are estimated first, and a run that cannot fit the session or the quota left is refused",
+    )
+    p.add_argument("--accelerator", help="Kaggle machine shape (default: the GPU T4 x2 machine)")
+    p.add_argument(
+        "--time-limit",
+        type=positive,
+        metavar="SECONDS",
+        help="seconds a kernel may run (default 6 h; with --members 12 h, Kaggle's longest session); "
+        "`run` waits that long per round of --concurrency kernels",
+    )
+    p.add_argument("--timeout", dest="time_limit", type=positive, help=argparse.SUPPRESS)  # earlier spelling
+    p.add_argument("--concurrency", type=positive, help="kernels running at once (default 2)")
+    p.add_argument("--poll", type=float, default=30.0, help="first polling interval in seconds; it backs off to 10x")
+    p.add_argument("--username", help="Kaggle user name for the kernel ids (default: from the credentials)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The options, read once; then the Kaggle run (`backends.kaggle.main`)."""
+    from attngeom.backends.kaggle import KaggleOptions, main
+
+    return main(typed(KaggleOptions, args, seeds=tuple(args.seeds)))
