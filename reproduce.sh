@@ -44,8 +44,16 @@ import runpy
 del sys.argv[0]
 runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)')
 
-reported_version() {  # the major.minor a Python prints when asked (its exit status alone proves nothing)
-  "$1" -I -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null | head -c 200 || true
+said_by() {  # what a Python prints when asked its version (its exit status alone proves nothing)
+  "$1" -I -c 'import sys; print("attngeom-python-version %d.%d" % sys.version_info[:2])' 2>/dev/null | head -c 2000 || true
+}
+
+reported_version() {  # the major.minor said on a line of its own behind the marker; nothing else counts: a
+  # sitecustomize that prints is passed over, a stand-in that answers anything says no version
+  local said
+  said="$(said_by "$1")"
+  [[ "$said" =~ (^|$'\n')attngeom-python-version\ ([0-9]+\.[0-9]+)($'\n'|$) ]] && echo "${BASH_REMATCH[2]}"
+  return 0
 }
 
 python_in() {  # python_in CMD LOWEST: CMD runs and prints a version from 3.LOWEST to 3.13
@@ -58,7 +66,7 @@ pick_python() {  # sets py: Python 3.11 to 3.13 runs everything; 3.10 the verifi
   if [ -n "${ATTNGEOM_PYTHON:-}" ]; then
     command -v "$ATTNGEOM_PYTHON" >/dev/null 2>&1 || die "ATTNGEOM_PYTHON=$ATTNGEOM_PYTHON: no such interpreter"
     python_in "$ATTNGEOM_PYTHON" 10 ||
-      die "ATTNGEOM_PYTHON=$ATTNGEOM_PYTHON: not a Python 3.10 to 3.13 (it reports '$(reported_version "$ATTNGEOM_PYTHON" | head -n1)')"
+      die "ATTNGEOM_PYTHON=$ATTNGEOM_PYTHON: not a Python 3.10 to 3.13 (it reports '$(said_by "$ATTNGEOM_PYTHON" | head -n1 | head -c 200)')"
     py="$ATTNGEOM_PYTHON"
     return
   fi
@@ -111,7 +119,7 @@ use_system_python() {  # sets python to ATTNGEOM_SYSTEM_PYTHON, once it runs and
   local status=0
   command -v "$ATTNGEOM_SYSTEM_PYTHON" >/dev/null 2>&1 || die "ATTNGEOM_SYSTEM_PYTHON=$ATTNGEOM_SYSTEM_PYTHON: no such interpreter"
   python_in "$ATTNGEOM_SYSTEM_PYTHON" 10 ||
-    die "ATTNGEOM_SYSTEM_PYTHON=$ATTNGEOM_SYSTEM_PYTHON: not a Python 3.10 to 3.13 (it reports '$(reported_version "$ATTNGEOM_SYSTEM_PYTHON" | head -n1)')"
+    die "ATTNGEOM_SYSTEM_PYTHON=$ATTNGEOM_SYSTEM_PYTHON: not a Python 3.10 to 3.13 (it reports '$(said_by "$ATTNGEOM_SYSTEM_PYTHON" | head -n1 | head -c 200)')"
   python="$ATTNGEOM_SYSTEM_PYTHON"
   "$python" -c 'import sys
 if sys.path and sys.path[0] == "":

@@ -34,11 +34,11 @@ from urllib.parse import quote, unquote, urlsplit
 
 import numpy as np
 
-from attngeom.backends import kaggle as kaggle_backend
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR
 from attngeom.base.errors import InputError
 from attngeom.base.variants import variant as variant_spec
 from attngeom.bundles.layout import RUN_JSON, write_attn_npz, write_geom_npz
+from attngeom.commands import kaggle as kaggle_command_module
 
 RPC_PREFIX = "/api/v1/"
 # The machine shapes the service accepts (kaggle-cli, docs/kernels.md: "Accelerators available as of Feb 2026").
@@ -299,7 +299,7 @@ def settings_of(script: str) -> dict:
 def kaggle_command(*argv: str) -> tuple[int, str]:
     """Run `kaggle ...` in process: (exit status, the error line or '')."""
     parser = argparse.ArgumentParser()
-    kaggle_backend.register(parser.add_subparsers())
+    kaggle_command_module.register(parser.add_subparsers())
     args = parser.parse_args(["kaggle", *argv])
     try:
         return args.func(args), ""

@@ -263,9 +263,7 @@ def test_the_bands_command_line_says_what_each_option_takes(tmp_path):
         "--write FILE write the rerun.json with the derived bands to FILE",
     ):
         assert words in text, words
-    assert "bands derive rerun.json's intermediate-step bands from a measured ensemble" in " ".join(
-        parser.format_help().split()
-    )
+    assert "bands derive rerun.json's bands from measured trajectories" in " ".join(parser.format_help().split())
     args = parser.parse_args(["bands", "s.json", "--step", "600", "--judge", "a.json", "--judge", "b.json"])
     assert (args.ensemble, args.step, args.judge, args.write) == (
         Path("s.json"),

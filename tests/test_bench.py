@@ -114,9 +114,9 @@ def test_a_module_named_with_a_function_is_scored_on_that_functions_mutants_alon
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     assert bench.source_of("training.train:perturb") == Path("src/attngeom/training/train.py")
-    assert bench.source_of("files") == Path("src/attngeom/base/files.py")
+    assert bench.source_of("base.files") == Path("src/attngeom/base/files.py")
     assert bench.mutant_prefix("training.train:perturb") == "attngeom.training.train.x_perturb__mutmut_"
-    assert bench.mutant_prefix("files") == "attngeom.base.files."
+    assert bench.mutant_prefix("base.files") == "attngeom.base.files."
     meta = tmp_path / "mutants" / "src" / "attngeom" / "training" / "train.py.meta"
     meta.parent.mkdir(parents=True)
     codes = {"x_perturb__mutmut_1": 1, "x_perturb__mutmut_2": 0, "x_perturbation__mutmut_1": 0, "x_run__mutmut_1": 1}

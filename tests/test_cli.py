@@ -46,7 +46,7 @@ def _python(code: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess:
 def test_an_internal_error_is_status_3_with_its_traceback_in_a_log(published_root, tmp_path):
     proc = _python(
         f"""
-        from attngeom import verify
+        from attngeom.jobs import verify
         def broken(*args, **kwargs):
             return {{}}["no such key"]
         verify.run_verify = broken
@@ -67,7 +67,7 @@ def test_a_crash_while_writing_the_report_keeps_the_earlier_set(earlier, publish
     out = _fresh_copy(earlier, tmp_path)
     proc = _python(
         f"""
-        from attngeom import html_report
+        from attngeom.report import page as html_report
         def broken(*args, **kwargs):
             raise RuntimeError("the page could not be drawn")
         html_report.write_html = broken

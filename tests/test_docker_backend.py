@@ -14,14 +14,21 @@ import pytest
 from attngeom.backends import docker as docker_backend
 from attngeom.base import environment
 from attngeom.base.errors import InputError
+from attngeom.commands import docker as docker_command
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    docker_backend.register(parser.add_subparsers(dest="command"))
+    docker_command.register(parser.add_subparsers(dest="command"))
     return parser.parse_args(argv)
+
+
+def command(argv: list[str]) -> int:
+    """`docker ...` parsed and run in process, through its command module."""
+    args = parse(argv)
+    return args.func(args)
 
 
 def fake_docker(tmp_path: Path, script: str) -> Path:
@@ -104,8 +111,7 @@ def test_cmd_run_returns_the_containers_exit_status(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTNGEOM_DOCKER", str(docker))
     monkeypatch.setenv("ATTNGEOM_MIRROR", str(tmp_path))
     out = tmp_path / "results" / "nested"
-    args = parse(["docker", "run", "--output", str(out), "--gpus", "none", "rerun", "--preset", "smoke"])
-    assert docker_backend.cmd_run(args) == 3
+    assert command(["docker", "run", "--output", str(out), "--gpus", "none", "rerun", "--preset", "smoke"]) == 3
     assert out.is_dir()
     run_line = (tmp_path / "calls.txt").read_text().splitlines()[-1]
     assert run_line.startswith("run --rm") and run_line.endswith("attngeom rerun --preset smoke")
@@ -114,7 +120,7 @@ def test_cmd_run_returns_the_containers_exit_status(monkeypatch, tmp_path):
 def test_cmd_run_without_the_image_says_to_build(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTNGEOM_DOCKER", str(fake_docker(tmp_path, "exit 1")))
     with pytest.raises(InputError, match="docker build"):
-        docker_backend.cmd_run(parse(["docker", "run", "--output", str(tmp_path / "o")]))
+        command(["docker", "run", "--output", str(tmp_path / "o")])
 
 
 def test_missing_docker_client_is_input_error(monkeypatch):
@@ -126,7 +132,7 @@ def test_missing_docker_client_is_input_error(monkeypatch):
 def test_build_refuses_a_client_without_buildkit(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTNGEOM_DOCKER", str(fake_docker(tmp_path, '[ "$1" = buildx ] && exit 1\necho 28.0.0')))
     with pytest.raises(InputError, match="BuildKit"):
-        docker_backend.cmd_build(parse(["docker", "build"]))
+        command(["docker", "build"])
 
 
 def pins(lock: Path) -> dict[str, str]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from attngeom.backends import docker as docker_backend
+from attngeom.commands import docker as docker_command
 from attngeom.jobs import ensemble
 from attngeom.jobs.verify import run_verify
 
@@ -25,7 +26,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    docker_backend.register(parser.add_subparsers(dest="command"))
+    docker_command.register(parser.add_subparsers(dest="command"))
     return parser.parse_args(argv)
 
 

@@ -5,7 +5,6 @@ writes what a member's run leaves (its manifest and a bundle); measuring a membe
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from dataclasses import replace
@@ -17,6 +16,7 @@ import pytest
 from attngeom import cli
 from attngeom.base import fetch
 from attngeom.base.errors import InputError
+from attngeom.commands.options import typed
 from attngeom.jobs import ensemble
 from attngeom.judgement import robustness
 from attngeom.training import local_run, runs
@@ -28,10 +28,10 @@ WHAT = (
 )
 
 
-def parse(*opts: str) -> argparse.Namespace:
+def parse(*opts: str) -> local_run.RerunOptions:
+    """The options `rerun --preset smoke --variants softmax --quiet OPTS` builds (`commands/rerun.py`)."""
     args = cli.build_parser().parse_args(["rerun", "--preset", "smoke", "--variants", "softmax", "--quiet", *opts])
-    args.deadline = None
-    return args
+    return typed(local_run.RerunOptions, args, seeds=args.seeds or (args.seed,))
 
 
 class Trainer:
@@ -41,14 +41,14 @@ class Trainer:
     def __init__(self, verdicts: dict[int, int], stop_at: int | None = None, opts: tuple[str, ...] = ()):
         self.verdicts, self.stop_at, self.opts, self.calls, self.seen = verdicts, stop_at, opts, [], []
 
-    def __call__(self, group: list[tuple[argparse.Namespace, local_run.Plan]]) -> int:
+    def __call__(self, group: list[tuple[local_run.RerunOptions, local_run.Plan]]) -> int:
         self.calls.append([(a.out, a.resume, p.cfg.member) for a, p in group])
         ens = Path(group[0][0].out).parent
         self.seen.append([r["state"] for r in ensemble.read(ens)["member_runs"].values()])
         for args, plan in group:
             m, folder = plan.cfg.member, Path(args.out)
             assert args.preset == "smoke" and args.quiet is True  # the options travel with each member
-            assert replace(plan.cfg, member=0) == local_run.options(parse(*self.opts)).cfg
+            assert replace(plan.cfg, member=0) == local_run.new_plan(parse(*self.opts)).cfg
             folder.mkdir(parents=True, exist_ok=True)
             carried = args.resume is not None and (folder / runs.MANIFEST).is_file()
             stop = None if carried else plan.cfg.stop_after
@@ -113,7 +113,7 @@ def test_a_new_ensemble_on_a_cpu_trains_its_members_one_after_another(tmp_path, 
     assert json.loads((ens / "ensemble.json").read_text()) == {
         "what": WHAT,
         "members": 3,
-        "config": json.loads(json.dumps(local_run.options(parse()).manifest_config())),
+        "config": json.loads(json.dumps(local_run.new_plan(parse()).manifest_config())),
         "members_mode": "sequential",
         "member_runs": {"0": member_run("complete"), "1": member_run("complete", 1), "2": member_run("complete")},
         "statistics": spread_of([0, 1, 2]),
@@ -284,7 +284,7 @@ def test_a_resume_settles_its_members_checkpoints_written_together_and_leaves_th
     (ens / ".ensemble.json.1234abcd.tmp").mkdir()
     (ens / ".ensemble.json.1234abcd.tmp" / "part").write_text("a killed writer's")
     (ensemble.member_dir(ens, 1) / ".train_log.jsonl.1234abcd.tmp").write_text("member 1's")
-    ensemble.settle(ens, local_run.Plan(local_run.options(parse()).cfg, ("softmax", "yat_b"), (0, 3), "smoke"), (0, 2))
+    ensemble.settle(ens, local_run.Plan(local_run.new_plan(parse()).cfg, ("softmax", "yat_b"), (0, 3), "smoke"), (0, 2))
     assert capsys.readouterr().out == (
         "softmax seed 0: the members' unfinished checkpoints are discarded (they had not all been written)\n"
         "yat_b seed 3: the members' checkpoints at step 40, written together, are put in place\n"

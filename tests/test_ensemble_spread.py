@@ -3,7 +3,6 @@ training mode, the members a process trains, and the checks that keep a spread t
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 from attngeom.base.errors import InputError
 from attngeom.jobs import ensemble
-from attngeom.training import runs
+from attngeom.training import local_run, runs
 from attngeom.training.train import PERTURBATION_SEED
 from attngeom.training.trajectory import perturbation
 
@@ -48,39 +47,35 @@ def test_the_together_mode_names_its_group():
     assert ensemble.together_mode([0, 2, 5]) == "together: members 0, 2, 5"
 
 
-def options(**given) -> argparse.Namespace:
-    return argparse.Namespace(**({"members_mode": None, "time_limit": None, "member_ids": None} | given))
+def options(**given) -> local_run.RerunOptions:
+    return local_run.RerunOptions(**given)
 
 
 def test_members_train_together_on_a_gpu_and_one_after_another_on_a_cpu():
     for platform, mode in (("cpu", "sequential"), ("gpu", "together"), ("tpu", "together")):
-        args = options()
-        assert ensemble.together(args, platform) == (mode == "together") and args.members_mode == mode
-    args = options(members_mode="sequential")
-    assert ensemble.together(args, "gpu") is False and args.members_mode == "sequential"
-    args = options()
-    assert ensemble.together(args, "cpu", "together") is True and args.members_mode == "together"
-    args = options(members_mode="together")
-    assert ensemble.together(args, "cpu", "together") is True
+        assert ensemble.members_mode(options(), platform) == mode
+    assert ensemble.members_mode(options(members_mode="sequential"), "gpu") == "sequential"
+    assert ensemble.members_mode(options(), "cpu", "together") == "together"
+    assert ensemble.members_mode(options(members_mode="together"), "cpu", "together") == "together"
 
 
 def test_a_resume_keeps_the_recorded_mode_and_a_time_limit_needs_members_together():
     with pytest.raises(InputError) as info:
-        ensemble.together(options(members_mode="sequential"), "gpu", "together")
+        ensemble.members_mode(options(members_mode="sequential"), "gpu", "together")
     assert str(info.value) == (
         "--members-mode sequential: this ensemble was trained together; resume it so, or start a new one"
     )
     with pytest.raises(InputError) as info:
-        ensemble.together(options(time_limit=60), "cpu")
+        ensemble.members_mode(options(time_limit=60), "cpu")
     assert str(info.value) == "--time-limit: only for members trained together (--members-mode together)"
-    assert ensemble.together(options(time_limit=60), "gpu") is True
+    assert ensemble.members_mode(options(time_limit=60), "gpu") == "together"
 
 
 def test_the_members_a_process_trains():
     assert ensemble.chosen_members(options(), 3) == (0, 1, 2)
-    assert ensemble.chosen_members(options(member_ids=[2, 0, 2]), 3) == (0, 2)
+    assert ensemble.chosen_members(options(member_ids=(2, 0, 2)), 3) == (0, 2)
     with pytest.raises(InputError) as info:
-        ensemble.chosen_members(options(member_ids=[1, 3, 4]), 3)
+        ensemble.chosen_members(options(member_ids=(1, 3, 4)), 3)
     assert str(info.value) == "--member-ids: member 3 is not one of the ensemble's 0 to 2"
 
 
@@ -135,7 +130,7 @@ def test_a_member_is_its_slots_and_the_plans(tmp_path):
             {**manifest(2), "trajectory": {"member": 2, "perturbation": "none"}},
             "not member 2's perturbation (none)",
         ),
-        (manifest(2, lr=0.2), "not a run of the ensemble's plan (train was "),
+        (manifest(2, lr=0.2), "not a run of the ensemble's plan (train: lr was 0.1, is now 0.2)"),
     ]
     for given, message in cases:
         with pytest.raises(InputError) as info:

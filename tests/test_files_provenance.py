@@ -17,7 +17,7 @@ def test_repo_and_versions(tmp_path: Path, monkeypatch):
 
     import attngeom
 
-    assert (files.REPO / "src" / "attngeom" / "files.py").is_file()
+    assert (files.REPO / "src" / "attngeom" / "base" / "files.py").is_file()
     found = files.versions()
     assert found["attngeom"] == attngeom.__version__ and found["python"] == platform.python_version()
     assert found["numpy"] == np.__version__

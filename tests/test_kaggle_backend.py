@@ -168,7 +168,7 @@ def test_an_ensemble_that_cannot_fit_its_session_or_the_quota_left_is_refused(fa
     argv = ("--preset", "smoke", "--bundles", "attngeom-goat", "--members", "2", "--poll", "0.001")
     status, error = kaggle("build", "--run", "b", "--username", "someone", "--timeout", "600", *argv[:-2])
     assert status == 2 and error.startswith("someone/attngeom-goat-s0: estimated at 0.2 h, more than the session's")
-    assert "fewer --members, or a longer --timeout up to 43200" in error
+    assert "fewer --members, or a longer --time-limit up to 43200" in error
     assert not (tmp_path / "b" / kaggle_backend.STATE_FILE).exists()  # no run is started that cannot end
     fake.gpu_hours_left = 0.1
     status, error = kaggle("run", "--run", "r", *argv)
@@ -221,7 +221,7 @@ def test_missing_output_file_is_named(fake):
 def test_timeout_leaves_state_for_later(fake, tmp_path):
     fake.kernel("reviewer/attngeom-goat-s0").states = ["QUEUED", "RUNNING"]
     status, error = kaggle("run", "--run", "r", "--poll", "0.001", "--timeout", "1", "--bundles", "attngeom-goat")
-    assert status == 2 and "timed out" in error and "kaggle pull --run r" in error
+    assert status == 2 and "timed out" in error and "kaggle pull --out r" in error
     assert kaggle("status", "--run", "r") == (0, "")
     state = json.loads((tmp_path / "r" / kaggle_backend.STATE_FILE).read_text())
     assert state["kernels"][0]["state"] == "RUNNING"

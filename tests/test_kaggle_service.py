@@ -89,7 +89,7 @@ def test_retries_are_bounded_and_say_how_to_continue(fake, tmp_path, capsys):
     fake.fail_next = [503] * kaggle_client.RETRY_ATTEMPTS
     status, error = kaggle("status", "--run", "r")
     assert status == 2 and f"still answers HTTP 503 after {kaggle_client.RETRY_ATTEMPTS} tries" in error
-    assert "`./reproduce.sh kaggle status --run r`" in error and "`kaggle pull --run r` continue it" in error
+    assert "`./reproduce.sh kaggle status --out r`" in error and "`kaggle pull --out r` continue it" in error
     assert capsys.readouterr().err.count("warning: ") == kaggle_client.RETRY_ATTEMPTS - 1
 
 
@@ -115,7 +115,7 @@ def test_the_two_session_cap_waits_for_a_free_session(fake, tmp_path, capsys):
     fake.outside_sessions = 5
     assert kaggle("build", "--run", "p", "--bundles", "attngeom-goat") == (0, "")
     status, error = kaggle("push", "--run", "p")
-    assert status == 2 and "GPU sessions" in error and "kaggle run --run p" in error and "phone" not in error
+    assert status == 2 and "GPU sessions" in error and "kaggle run --out p" in error and "phone" not in error
 
 
 def test_a_kernel_the_service_does_not_show_is_403_not_a_credentials_error(fake, tmp_path):

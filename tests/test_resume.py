@@ -154,10 +154,18 @@ def test_a_segment_left_open_by_a_killed_process_is_closed_on_resume(stopped_run
 
 def test_the_code_hash_covers_the_trained_numbers_and_not_the_bookkeeping():
     hashed = {p.name for p in trajectory.code_files()}
-    assert {"model.py", "train.py", "data.py", "checkpoint.py", "together.py", "variants.py"} <= hashed
+    assert {
+        "model.py",
+        "train.py",
+        "data.py",
+        "checkpoint.py",
+        "together.py",
+        "variants.py",
+        "train_config.py",
+    } <= hashed
     assert not hashed & trajectory.BOOKKEEPING
     every = {p.name for p in trajectory.TRAINING.glob("*.py")}
-    assert every - trajectory.BOOKKEEPING == hashed - {"variants.py"}  # a new module is hashed by default
+    assert every - trajectory.BOOKKEEPING == hashed - {"variants.py", "train_config.py"}  # a new module is hashed
     assert trajectory.BOOKKEEPING <= every  # each one named exists
 
 

@@ -86,7 +86,7 @@ def test_a_whole_verify_with_windows_loads_no_jax(published_root, tmp_path):
     root = copy_published(published_root, tmp_path / "b")
     add_windows(layout.load_model(root / QK, "softmax"), 2)
     code = (
-        "import sys; from pathlib import Path; from attngeom import verify; "
+        "import sys; from pathlib import Path; from attngeom.jobs import verify; "
         f"verify.run_verify(Path({str(root)!r}), Path({str(tmp_path / 'out')!r}), variants=('softmax', 'yat_b')); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'flax', 'optax')))"
     )

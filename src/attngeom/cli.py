@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 
 from attngeom.base import streams
-from attngeom.base.errors import EXIT_INPUT, EXIT_INTERNAL, InputError, one_line
+from attngeom.base.errors import EXIT_INPUT, EXIT_INTERNAL, FULL_DISK, UNWRITABLE, InputError, one_line, shown
 
 COMMANDS = ("verify", "rerun", "fidelity", "kaggle", "docker", "figures", "summary", "bands", "docs")
 """The subcommands, each a module of `attngeom.commands` that registers its options; its work is imported
@@ -216,8 +216,6 @@ def ended(work: Callable[[], int]) -> int:
         if INTERRUPT.seen.is_set():  # a library turned the KeyboardInterrupt into its own error
             INTERRUPT.announce()
             return INTERRUPT.status
-        from attngeom.base.files import FULL_DISK, UNWRITABLE, shown  # numpy comes with it: not before the signals are
-
         if isinstance(exc, OSError) and exc.errno in FULL_DISK:  # unusable output, wherever it was written
             where = shown(Path(exc.filename).parent) if exc.filename else "an output folder"
             print(

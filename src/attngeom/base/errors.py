@@ -3,7 +3,16 @@
 0 every judged claim passes, 1 a claim fails, 2 unusable input (`InputError`: one `error:` line),
 3 an internal error (one line naming it and the log holding its traceback), and 128 + the signal
 when a signal ends it (one line): 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP.
+
+Standard library only: the line of an internal error is written even where a dependency cannot be
+imported.
 """
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
 
 
 class InputError(Exception):
@@ -17,3 +26,12 @@ def one_line(text: object) -> str:
     """A message on one line (its whitespace runs, line breaks included, as one space): what stderr
     shows of a path or a quoted error is never split into lines a reader takes for others."""
     return " ".join(str(text).split())
+
+
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)  # no space left: unusable output, not an internal error
+UNWRITABLE = (*FULL_DISK, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EISDIR, errno.ENOTDIR)
+
+
+def shown(path: Path | str) -> str:
+    """A path as text that can always be written: bytes that are not UTF-8 appear as \\xNN."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")

@@ -21,6 +21,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from attngeom.base.errors import FULL_DISK, UNWRITABLE, shown  # noqa: F401 - read from here too
+
 REPO = Path(__file__).resolve().parents[3]
 LIBRARIES = ("numpy", "scipy", "pooch", "matplotlib", "jax", "jaxlib", "flax", "optax", "kaggle")
 
@@ -34,8 +36,6 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-FULL_DISK = (errno.ENOSPC, errno.EDQUOT)  # no space left: unusable output, not an internal error
-UNWRITABLE = (*FULL_DISK, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EISDIR, errno.ENOTDIR)
 """What the machine answers when a path cannot be written (read-only, immutable, a file-size limit, a
 folder in the way): unusable output, the user's to fix, never an internal error (`cli.ended`)."""
 SPECIAL_TREES = ("/proc", "/sys", "/dev")  # kernel and device files: never an output, whatever their type
@@ -285,11 +285,6 @@ def replaced_folder(target: Path, renewed: set[str]) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(new, ignore_errors=True)
-
-
-def shown(path: Path | str) -> str:
-    """A path as text that can always be written: bytes that are not UTF-8 appear as \\xNN."""
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def git_commit() -> str | None:

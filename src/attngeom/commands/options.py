@@ -55,7 +55,7 @@ def time_limit(text: str) -> float:
     return value
 
 
-def typed(kind: type[T], args: argparse.Namespace, **values) -> T:
+def typed(kind: type[T], args: argparse.Namespace, /, **values) -> T:
     """The command's options record `kind` (a frozen dataclass), built once from the parsed command line:
     each field the command line has, `values` for those it computes."""
     return kind(**{f.name: getattr(args, f.name) for f in fields(kind) if hasattr(args, f.name)} | values)

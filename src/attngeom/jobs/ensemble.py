@@ -172,15 +172,15 @@ def run(
     complete members' verifications, those of earlier calls included."""
     platform = local_run.prepare_device()
     if opts.resume:
-        ensemble = opts.resume
-        plan = {k: v for k, v in read(ensemble).items() if k in ("what", "members", "config", "members_mode")}
+        plan = {k: v for k, v in read(opts.resume).items() if k in ("what", "members", "config", "members_mode")}
         opts = replace(opts, members_mode=members_mode(opts, platform, plan.get("members_mode")))
         plan["members_mode"] = opts.members_mode
     else:
         opts = replace(opts, members_mode=members_mode(opts, platform))
         plan = {**new_plan(opts), "members_mode": opts.members_mode}
-        ensemble = runs.new_run_dir(opts.out, f"{plan['config']['preset']}-ensemble{opts.members}")
     ours, at_once = chosen_members(opts, plan["members"]), opts.members_mode == "together"
+    # a new ensemble's folder is claimed once every option is found good
+    ensemble = opts.resume or runs.new_run_dir(opts.out, f"{plan['config']['preset']}-ensemble{opts.members}")
     base = local_run.Plan.from_manifest(plan["config"], Path(ensemble) / SUMMARY)
     if opts.resume:
         settle(ensemble, base, ours)

@@ -182,10 +182,12 @@ def resume_run(path: Path, mode: str = "alone") -> tuple[runs.RunFolder, Plan]:
 
     An unfinished run continues as it was planned; a finished run stopped early is carried on to
     the full schedule, and so is a run whose every model reached the stop a time limit set (the time
-    limit is no plan: judging the part reached is only the segment's record). Nothing is written (but a killed writer's leftovers removed) before every
-    checkpoint is read whole and found to be of this run and of this trajectory: the run's stamp and
-    each checkpoint's must be the present one (`training.trajectory`), and no checkpoint may lie past
-    the step the run stopped after. Else one InputError naming what differs.
+    limit is no plan: judging the part reached is only the segment's record). A refusal changes
+    nothing: before anything is written (but a killed writer's leftovers removed), the run's stamp and
+    each checkpoint's must be the present one (`training.trajectory`), every checkpoint is read whole
+    and loaded into the model it is a checkpoint of (each parameter there, of its shape, finite), none
+    may lie past the step the run stopped after, and the training log must be readable. Else one
+    InputError naming what differs.
     """
     folder = runs.RunFolder.reopen(path)
     try:
@@ -199,6 +201,7 @@ def resume_run(path: Path, mode: str = "alone") -> tuple[runs.RunFolder, Plan]:
         for s in plan.seeds:
             for v in plan.variants:
                 done[(v, s)] = _checkpoint_of_this_run(folder.path, v, s, plan, present, judged)
+        log = folder.kept_log(done)
         timed_out = folder.manifest.get("stopped_by") == TIME_LIMIT
         carry_on = judged or (timed_out and all(step == plan.cfg.steps_done() for step in done.values()))
         if carry_on:
@@ -209,7 +212,7 @@ def resume_run(path: Path, mode: str = "alone") -> tuple[runs.RunFolder, Plan]:
     folder.restart()
     if carry_on:
         folder.update(config=plan.manifest_config(), stopped_after=None, stopped_by=None)
-    folder.trim_log(done)
+    folder.write_log(log)
     for (variant, s), step in done.items():
         if step:
             print(f"{variant} seed {s}: resuming after step {step}")
@@ -234,7 +237,22 @@ def _checkpoint_of_this_run(run: Path, variant: str, seed: int, plan: Plan, pres
     if step > last or (stopped and step != last):
         where = f"the run stopped after step {last - 1}" if plan.cfg.stop_after is not None else "the schedule"
         raise InputError(f"{path}: holds {step} steps, against {last} in {where}; not this run's checkpoint")
+    _loads_whole(path, variant, seed, plan.cfg)
     return step
+
+
+def _loads_whole(path: Path, variant: str, seed: int, cfg: TrainConfig) -> None:
+    """The checkpoint at `path` loaded into the state of the model it belongs to, as training will load it:
+    every parameter present, of its shape, and finite; else InputError (before a resume writes anything)."""
+    import jax
+    import numpy as np
+
+    from attngeom.training import checkpoint, train
+
+    loaded = checkpoint.load_checkpoint(path, train.init_state(variant, cfg, seed)[3], cfg.steps)
+    for leaf in jax.tree.leaves(loaded.state[0]):
+        if not np.isfinite(np.asarray(leaf, dtype=np.float64)).all():
+            raise InputError(f"{path}: a parameter that is not finite; delete the checkpoint to restart that variant")
 
 
 def new_plan(opts: RerunOptions) -> Plan:
@@ -271,9 +289,14 @@ def open_folder(
         plan = plan or new_plan(opts)
         corpus = data.load_corpus()
         label = f"{plan.preset}-s{'_'.join(map(str, plan.seeds))}"
-        folder = runs.RunFolder(runs.new_run_dir(opts.out, label), config=plan.manifest_config())
         stamp = trajectory.stamp(plan.cfg, plan.preset, mode)
-        folder.update(stopped_after=plan.cfg.stop_after, windows=plan.cfg.windows, trajectory=stamp)
+        folder = runs.RunFolder(
+            runs.new_run_dir(opts.out, label),
+            config=plan.manifest_config(),
+            stopped_after=plan.cfg.stop_after,
+            windows=plan.cfg.windows,
+            trajectory=stamp,
+        )
     folder.begin_segment(trajectory.segment_facts(folder.manifest["trajectory"]))
     return folder, plan, corpus
 

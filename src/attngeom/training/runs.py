@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from attngeom.base.environment import against_lock
-from attngeom.base.errors import InputError
+from attngeom.base.errors import InputError, one_line
 from attngeom.base.files import (
     atomic_file,
     git_commit,
@@ -80,7 +80,9 @@ def new_run_dir(out: Path | None, label: str, runs_dir: Path = RUNS_DIR) -> Path
                     continue
             raise InputError(f"{runs_dir}: too many runs named {stem.name}; choose an --out")
         path = Path(out)
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        # a folder holding only the lock of a run that never wrote its manifest (refused, or killed at once)
+        # is empty: `RunFolder` claims it, unless its process still holds it
+        if path.exists() and (not path.is_dir() or {p.name for p in path.iterdir()} - {LOCK}):
             raise InputError(
                 f"{path}: already exists and is not empty; a run is never written over, choose a new --out"
             )
@@ -257,8 +259,9 @@ def environment() -> dict:
 class RunFolder:
     """A run in progress: its manifest, its training log and its completion."""
 
-    def __init__(self, path: Path, config: dict):
-        """Claim the new run folder `path` and write its first manifest."""
+    def __init__(self, path: Path, config: dict, **first):
+        """Claim the new run folder `path` and write its first manifest: `config` and the facts in `first`
+        (the trajectory's stamp), so that no kill leaves a run that cannot say what it is."""
         self.path = Path(path)
         self.lock = claim(self.path)
         if (self.path / MANIFEST).exists():
@@ -272,6 +275,7 @@ class RunFolder:
             **environment(),
             "wall_s": None,
             "files": {},
+            **first,
         }
         write_json_atomic(self.path / MANIFEST, self.manifest)
 
@@ -312,16 +316,29 @@ class RunFolder:
             os.close(self.lock)
             self.lock = None
 
-    def trim_log(self, kept: dict[tuple[str, int], int]) -> None:
-        """Keep only the logged steps below `kept[(variant, seed)]`: those a resumed run will not redo."""
+    def kept_log(self, kept: dict[tuple[str, int], int]) -> str | None:
+        """The training log with only the logged steps below `kept[(variant, seed)]` (those a resumed run will
+        not redo), a torn last line dropped; None without a log. Reads only: a damaged line is an InputError
+        raised before a resume writes anything."""
         log = self.path / TRAIN_LOG
         if not log.is_file():
-            return
-        lines = log.read_text(encoding="utf-8").splitlines(keepends=True)
-        records = [json.loads(line) for line in lines if line.endswith("\n")]  # a torn last line is dropped
-        write_atomic(
-            log, "".join(line for line, r in zip(lines, records) if r["step"] < kept.get((r["variant"], r["seed"]), 0))
-        )
+            return None
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
+        records = []
+        for number, line in enumerate(lines, 1):
+            if not line.endswith("\n"):  # a torn last line: the writer was killed there
+                break
+            try:
+                record = json.loads(line)
+                records.append((line, int(record["step"]), (record["variant"], int(record["seed"]))))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InputError(f"{log}:{number}: not a line of this run's training log ({one_line(exc)})") from None
+        return "".join(line for line, step, model in records if step < kept.get(model, 0))
+
+    def write_log(self, text: str | None) -> None:
+        """Replace the training log with `text` (`kept_log`); None: there is none."""
+        if text is not None:
+            write_atomic(self.path / TRAIN_LOG, text)
 
     def log_steps(self, variant: str, seed: int, first: int, losses: np.ndarray) -> None:
         """Append one line per step: variant, seed, step, loss."""
