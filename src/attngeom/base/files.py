@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import fcntl
+import glob
 import hashlib
 import json
 import os
@@ -14,14 +16,14 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
-from attngeom.base.errors import FULL_DISK, UNWRITABLE, shown  # noqa: F401 - read from here too
+from attngeom.base.errors import FULL_DISK, UNWRITABLE, InputError, shown  # noqa: F401 - read from here too
 
 REPO = Path(__file__).resolve().parents[3]
 LIBRARIES = ("numpy", "scipy", "pooch", "matplotlib", "jax", "jaxlib", "flax", "optax", "kaggle")
@@ -53,12 +55,13 @@ def is_temporary(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp") and len(name) > len("..tmp")
 
 
-def remove_temporaries(root: Path, recursive: bool = True) -> list[str]:
+def remove_temporaries(root: Path, recursive: bool = True, of: str | None = None) -> list[str]:
     """Delete every file and folder in `root` (and below it, if `recursive`) that a killed writer left
-    (`is_temporary`); their names, relative to `root`. Call it only on a folder this process owns (a run
-    folder it has claimed)."""
+    (`is_temporary`), or only those it left of the entry named `of`; their names, relative to `root`. Call
+    it only on what this process owns (a run folder it has claimed, an output it holds `exclusive`)."""
     root, removed = Path(root), []
-    found = root.rglob(".*.tmp") if recursive else root.glob(".*.tmp")
+    pattern = f"{glob.escape(tmp_prefix(of))}*.tmp" if of is not None else ".*.tmp"
+    found = root.rglob(pattern) if recursive else root.glob(pattern)
     for path in sorted(found, key=lambda p: len(p.parts)):
         if not is_temporary(path.name) or not os.path.lexists(path):  # inside a removed folder already
             continue
@@ -80,7 +83,6 @@ def regular_output(path: Path) -> None:
     """Refuse an output path that is not a new file or a regular one (a link is replaced, not followed):
     renaming over a device, a FIFO, a socket or a folder would replace it, and a file of /proc, /sys or
     /dev is the kernel's. One InputError naming what it is."""
-    from attngeom.base.errors import InputError
 
     try:
         mode = os.lstat(path).st_mode
@@ -155,7 +157,6 @@ def _to_json(value):
 def write_json_atomic(path: Path, doc: dict) -> None:
     """`write_atomic` of a JSON document (numpy scalars allowed). NaN and infinities are refused: JSON has no
     such numbers, and the package's own readers refuse them (`schema.Number`)."""
-    from attngeom.base.errors import InputError
 
     try:
         text = json.dumps(doc, indent=1, ensure_ascii=False, default=_to_json, allow_nan=False)
@@ -204,6 +205,40 @@ def _swap_in(new: Path, target: Path) -> Path | None:
 def _holds_working_folder(real: Path) -> bool:
     cwd = Path(os.path.realpath(os.getcwd()))
     return real == cwd or real in cwd.parents
+
+
+def apart(out: Path, inputs: Iterable[Path], what: str) -> None:
+    """Refuse, before any work, an output `out` (`what` it holds) that would write over what a command reads:
+    an input itself, a place inside one or a folder holding one (a run's files would be replaced or
+    listed among the output's), or a file-system root or mount point (never a folder of its own)."""
+    real = Path(os.path.realpath(out))
+    if real == Path(real.anchor) or (real.is_dir() and os.path.ismount(real)):
+        raise InputError(f"{shown(out)}: a file-system root or mount point; {what} needs a folder of its own")
+    for given in inputs:
+        source = Path(os.path.realpath(given))
+        if real == source or real.is_relative_to(source) or source.is_relative_to(real):
+            how = "is" if real == source else "lies inside" if real.is_relative_to(source) else "holds"
+            raise InputError(f"{shown(out)} {how} {shown(given)}, which it reads; write {what} elsewhere")
+
+
+@contextlib.contextmanager
+def exclusive(*outputs: Path) -> Iterator[None]:
+    """Hold the folders that hold `outputs` for this process while it reads, changes and writes them, so
+    that two commands writing one output take turns instead of losing one's work: an exclusive lock on
+    each folder (taken in one order by every process, so none waits on another in a circle), released
+    when the block ends or the process does."""
+    folders = sorted({Path(os.path.realpath(o)).parent for o in outputs})
+    held: list[int] = []
+    try:
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(folder, os.O_RDONLY)
+            held.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
 
 
 def replaceable(target: Path) -> Path:

@@ -112,11 +112,14 @@ class Number(Spec):
             yield place, f"{value} is outside [{self.lo:g}, {self.hi:g}]"
 
 
+MAX_TEXT = 10_000  # the longest free text a file holds (a summary's `what`, a run's `note`)
+
+
 @dataclass(frozen=True)
 class Text(Spec):
     """A string of `min_len` to `max_len` characters, matching `pattern` as a whole when one is given."""
 
-    max_len: int = 10_000
+    max_len: int = MAX_TEXT
     pattern: str = ""
     min_len: int = 0
 

@@ -21,6 +21,7 @@ from attngeom.bundles.manifest import MANIFEST, read_manifest
 
 # The paper preset's cfg, except the learning rate (per variant) and dropout: what makes a run the paper's
 # (tests check that it is the published runs' cfg).
+PUBLISHED_KIND = "published bundles"  # the evidence of the author's own bundles, every file pinned
 PAPER_CFG = {k: v for k, v in PRESETS["paper"].original_cfg().items() if k not in ("LR", "DROP")}
 PAPER_TELEMETRY = PRESETS["paper"].telemetry_steps()
 PUBLISHED_SHA256 = frozenset(
@@ -112,7 +113,7 @@ def describe(
     move it from one kind to another.
     """
     if hashes and set(hashes.values()) <= PUBLISHED_SHA256:
-        return Evidence("published bundles", "published", "all", "every file has the sha256 of the author's bundles")
+        return Evidence(PUBLISHED_KIND, "published", "all", "every file has the sha256 of the author's bundles")
     manifests = find_manifests(root, listing)
     stop = _stop(models, manifests)
     preflight = next((d["preflight"] for d in manifests.values() if isinstance(d.get("preflight"), dict)), None)

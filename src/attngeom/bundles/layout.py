@@ -30,6 +30,8 @@ MIN_WINDOW = 3  # a strict mask leaves T - 2 rows to score
 _STEP_KEY = re.compile(r"^step(\d+)$")
 _GEOM = re.compile(r"^geom_(?P<variant>.+)_s(?P<seed>\d+)\.npz$")
 _SEED = re.compile(r"0|[1-9]\d*")  # how the bundle files write a seed: `s{seed}`, no leading zero
+BUNDLE_FILE = re.compile(rf"(attn|geom|windows)_.+_s\d+\.npz|{re.escape(RUN_JSON)}")
+"""The name of any file of the bundle format (maps, telemetry, windows, the run JSON)."""
 
 
 def attn_file(folder: Path, variant: str, seed: int) -> Path:

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="REPORT_JSON",
         help="instead: the final-step bands beside the full-length trajectories of the published bundles' report.json",
     )
-    p.add_argument("--step", type=int, default=1200, help="the telemetry step whose bands are derived (default 1200)")
+    p.add_argument("--step", type=int, help="the telemetry step whose bands are derived (default 1200)")
     p.add_argument("--source", help="how the reason names the file (default: the path given)")
     p.add_argument(
         "--judge",

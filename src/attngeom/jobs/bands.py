@@ -35,17 +35,22 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal
 from pathlib import Path
 
+import numpy as np
+
 from attngeom.base import schema
 from attngeom.base.errors import InputError
 from attngeom.base.files import shown, write_json_atomic
 from attngeom.base.variants import model_of, published_run
+from attngeom.bundles.evidence import PUBLISHED_KIND
 from attngeom.judgement import expected
 from attngeom.judgement.judge import Judgement, judgement_for, passes
 from attngeom.judgement.robustness import spread
 from attngeom.judgement.trajectories import PAPER_STEPS, judged_runs
+from attngeom.measures.table import TABLE, possible
 
 MARGIN = "one standard deviation of the members"
 MIN_MEMBERS = 4  # the fewest members a band is derived from
+DEFAULT_STEP = 1200  # the telemetry step `bands SUMMARY` derives the bands of, unless --step names another
 
 
 def round_up(x: float, digits: int = 2) -> float:
@@ -58,8 +63,12 @@ def round_up(x: float, digits: int = 2) -> float:
 
 def tolerance(members: list[float], published: float, std: float) -> float:
     """The half-width of the band: the farthest member from the published value, plus one standard
-    deviation of the members (`std`, the ensemble's, ddof 1)."""
-    return round_up(max(abs(v - published) for v in members) + std)
+    deviation of the members (`std`, the ensemble's, ddof 1). Values too far apart for any band (a width
+    past the largest float) are unusable input."""
+    width = max(abs(v - published) for v in members) + std
+    if not math.isfinite(width):
+        raise InputError(f"values from {min(members):g} to {max(members):g}: too far apart to derive a band from")
+    return round_up(width)
 
 
 def ensembles_at(doc: dict, step: int, where: str = "the summary file") -> dict[str, dict[str, dict]]:
@@ -175,9 +184,9 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
         values = [(PUBLISHED_BUNDLES, one["judged"])] * (one["judged"] is not None)
         values += [(v["trajectory"], v["value"]) for v in one["values"]]
         if len(values) >= MIN_MEMBERS and how.comparison == "abs":
-            band["tolerance"] = tolerance(
-                [v for _, v in values], how.value, spread([v for _, v in values], None)["std"]
-            )
+            with np.errstate(all="ignore"):  # an overflowing spread is refused by `tolerance`, not warned of
+                std = spread([v for _, v in values], None)["std"]
+            band["tolerance"] = tolerance([v for _, v in values], how.value, std)
             band["reason"] = (
                 f"the spread of {len(values)} full-length trajectories (band `measured`): the band covers every one, "
                 f"plus {MARGIN}, rounded up to two significant digits"
@@ -199,7 +208,7 @@ class BandsOptions:
 
     ensemble: Path | None = None
     final: Path | None = None
-    step: int = 1200
+    step: int | None = None  # the telemetry step whose bands are derived (None: DEFAULT_STEP)
     source: str | None = None
     judge: tuple[Path, ...] = ()
     write: Path | None = None
@@ -207,14 +216,33 @@ class BandsOptions:
 
 def run_final(args: BandsOptions) -> int:
     """`bands --final REPORT_JSON`: each final-step band beside the full-length trajectories; 1 when one the
-    report measures lies outside."""
-    section = schema.read_json(args.final, schema.REPORT_JSON).get("trajectories")
+    report measures lies outside. The report must be the published bundles' (whose value the section
+    names as theirs), every value one its statistic can take, and what --write writes valid for the
+    schema every later verify reads it with."""
+    given = [
+        flag for flag, value in (("SUMMARY", args.ensemble), ("--judge", args.judge), ("--step", args.step)) if value
+    ]
+    if given:
+        raise InputError(f"--final: alone; {', '.join(given)} belong to the bands of an ensemble's step")
+    doc = schema.read_json(args.final, schema.REPORT_JSON)
+    section, kind = doc.get("trajectories"), doc.get("evidence", {}).get("kind")
     if section is None:
         raise InputError(f"{shown(args.final)}: no `trajectories` section (a report of this version's verify)")
+    if kind != PUBLISHED_KIND:
+        raise InputError(
+            f"{shown(args.final)}: a report of {kind or 'unnamed bundles'}; --final reads the report of the "
+            "author's published bundles (./reproduce.sh --out DIR, then DIR/report.json)"
+        )
+    for cid, one in section["claims"].items():
+        for v in [{"value": one.get("judged")}, *one.get("values", [])]:
+            statistic = one.get("statistic")
+            if v["value"] is not None and statistic in TABLE and not possible(statistic, v["value"]):
+                raise InputError(f"{shown(args.final)}: {cid}: {v['value']!r} is no value of {statistic}")
     current = schema.read_json(expected.EXPECTED_DIR / "rerun.json", schema.RERUN_JSON)
     new, lines = final_measured(current, section, expected.load_claims())
     print("\n".join(lines.values()))
     if args.write:
+        schema.check(new, schema.RERUN_JSON, f"the rerun.json for {shown(args.write)}")
         write_json_atomic(args.write, new)
         print(f"written: {shown(args.write)}")
     return 1 if any(not m["covered"] for cid in lines for m in new["claims"][cid]["measured"]) else 0
@@ -227,15 +255,16 @@ def run_bands(args: BandsOptions) -> int:
         return run_final(args)
     if args.ensemble is None:
         raise InputError("bands: give a summary file holding ensembles, or --final REPORT_JSON")
+    step = DEFAULT_STEP if args.step is None else args.step
     summary_doc = schema.read_json(args.ensemble, schema.SUMMARY_JSON)
     path = expected.EXPECTED_DIR / "rerun.json"
     current = schema.read_json(path, schema.RERUN_JSON)
     source = shown(args.source or args.ensemble)
-    new = derive(current, summary_doc, args.step, source)
-    spreads = ensembles_at(summary_doc, args.step, source)
-    for name, band in new["steps"][str(args.step)].items():
+    new = derive(current, summary_doc, step, source)
+    spreads = ensembles_at(summary_doc, step, source)
+    for name, band in new["steps"][str(step)].items():
         for model, one in band["models"].items():
-            before = current["steps"][str(args.step)][name]["models"][model]["tolerance"]
+            before = current["steps"][str(step)][name]["models"][model]["tolerance"]
             n = len(spreads.get(model, {}).get(band["statistic"], {}).get("members", []))
             how = (
                 "ensemble"
@@ -245,18 +274,18 @@ def run_bands(args: BandsOptions) -> int:
                 else "kept (no ensemble)"
             )
             print(
-                f"step {args.step} {name:10} {model:8} published {one['published']:<10g} ± {before:g} -> ± {one['tolerance']:g} ({how})"
+                f"step {step} {name:10} {model:8} published {one['published']:<10g} ± {before:g} -> ± {one['tolerance']:g} ({how})"
             )
         for a, b in expected.overlaps(band):
-            print(f"step {args.step} {name}: the bands of {a} and {b} overlap")
+            print(f"step {step} {name}: the bands of {a} and {b} overlap")
     judged = [
         (file, row)
         for file in args.judge
-        for row in judge_summaries(schema.read_json(file, schema.SUMMARY_JSON), new, args.step)
+        for row in judge_summaries(schema.read_json(file, schema.SUMMARY_JSON), new, step)
     ]
     for file, (who, model, name, value, published, t, inside) in judged:
         verdict = "PASS" if inside else "FAIL"
-        print(f"{shown(file)}: {who} {model} {name} at {args.step}: {value:g} against {published:g} ± {t:g}: {verdict}")
+        print(f"{shown(file)}: {who} {model} {name} at {step}: {value:g} against {published:g} ± {t:g}: {verdict}")
     if args.write:
         write_json_atomic(args.write, new)
         print(f"written: {shown(args.write)}")

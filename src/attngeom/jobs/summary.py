@@ -24,10 +24,20 @@ import numpy as np
 
 from attngeom.base import blocks, fetch, schema
 from attngeom.base.errors import InputError
-from attngeom.base.files import REPO, replaced_folder, sha256_file, shown, write_json_atomic
+from attngeom.base.files import (
+    REPO,
+    apart,
+    exclusive,
+    is_temporary,
+    remove_temporaries,
+    replaced_folder,
+    sha256_file,
+    shown,
+    write_json_atomic,
+)
 from attngeom.base.records import Report
 from attngeom.base.variants import PUBLISHED, model_key, published_run
-from attngeom.bundles.layout import RUN_JSON, BundleModel, attn_file, geom_file, list_bundles, load_model
+from attngeom.bundles.layout import BUNDLE_FILE, RUN_JSON, BundleModel, attn_file, geom_file, list_bundles, load_model
 from attngeom.bundles.manifest import MANIFEST, REPORT, read_manifest
 from attngeom.jobs import ensemble
 from attngeom.jobs.verify import judge_bundles
@@ -227,15 +237,30 @@ class SummaryOptions:
 
 
 def run_summary(args: SummaryOptions) -> int:
-    """`summary`: write the summary of the given run folders into --out (other runs already there are kept)."""
+    """`summary`: write the summary of the given run folders into --out (other runs already there are kept).
+
+    Every refusal comes before any work: an output inside, above or equal to a run it reads, a folder
+    for --together that holds anything but the bundles of earlier --together calls, text the summary's
+    schema would refuse. The outputs are read, changed and written under a lock (`files.exclusive`), so
+    that two summaries writing one file or folder take turns and each keeps its runs; the file is
+    checked against its schema before it replaces the old one."""
     names = [run_dir.resolve().name for run_dir in args.runs]
     if len(set(names)) < len(names):
         raise InputError(f"two run folders with the same name among {', '.join(map(shown, args.runs))}")
+    for text, flag in ((args.what, "--what"), (args.note, "--note")):
+        if len(text) > schema.MAX_TEXT:
+            raise InputError(f"{flag}: at most {schema.MAX_TEXT:,} characters, got {len(text):,}")
+    apart(args.out, args.runs, "the summary")
     if args.together is not None:
         if any(ensemble.is_ensemble(run_dir) for run_dir in args.runs):
             raise InputError("--together keeps runs, not ensembles: summarise the ensemble without it")
+        apart(args.together, args.runs, "the bundles kept together")
+        if args.together.resolve() == args.out.resolve().parent or args.out.resolve().is_relative_to(
+            args.together.resolve()
+        ):
+            raise InputError(f"{shown(args.out)}: inside the --together folder; write the summary beside it")
+        kept_together(args.together)
         outputs.check_out(args.together, "the bundles")
-    doc = schema.read_json(args.out, schema.SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
     published = list_bundles(fetch.fetch_bundles()).folders()
     with blocks.one_blas_thread():
         runs = {
@@ -247,13 +272,39 @@ def run_summary(args: SummaryOptions) -> int:
     if args.note:
         for run in runs.values():
             run["note"] = args.note
-    doc["what"] = args.what or doc.get("what", "")
-    doc["runs"] = {**doc["runs"], **runs}
-    if args.together is not None:
-        doc["together"] = judge_together(args.together, dict(zip(names, args.runs)))
-    write_json_atomic(args.out, doc)
+    with exclusive(args.out, *([args.together] if args.together is not None else [])):
+        doc = schema.read_json(args.out, schema.SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
+        doc["what"] = args.what or doc.get("what", "")
+        doc["runs"] = {**doc["runs"], **runs}
+        if args.together is not None:
+            kept_together(args.together)  # again, under the lock
+            remove_temporaries(args.together.parent, recursive=False, of=args.together.name)
+            doc["together"] = judge_together(args.together, dict(zip(names, args.runs)))
+        schema.check(doc, schema.SUMMARY_JSON, shown(args.out))
+        write_json_atomic(args.out, doc)
     for who, one in [*judged_runs(runs), *([("together", doc["together"])] if args.together else [])]:
         v = one["verdict"]
         print(f"{who}: {v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped: {v['verdict']}")
     print(f"summary: {shown(args.out)}")
     return 0
+
+
+def kept_together(folder: Path) -> None:
+    """Refuse a --together folder this command does not own: one that holds anything but what earlier
+    --together calls kept (run folders of bundle folders of bundle files), a killed call's leftovers aside."""
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise InputError(f"{shown(folder)}: exists and is not a folder; name a folder for the bundles kept together")
+    for path in sorted(folder.rglob("*")):
+        parts = path.relative_to(folder).parts
+        if any(is_temporary(part) for part in parts):
+            continue
+        kept = (len(parts) <= 2 and path.is_dir() and not path.is_symlink()) or (
+            len(parts) == 3 and path.is_file() and BUNDLE_FILE.fullmatch(parts[-1])
+        )
+        if not kept:
+            raise InputError(
+                f"{shown(folder)}: holds {shown(path.relative_to(folder))}, which no --together wrote; "
+                "name a new or empty folder for the bundles kept together"
+            )

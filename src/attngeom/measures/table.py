@@ -17,6 +17,7 @@ Adding a statistic: one `Statistic` in TABLE, its function, and a test.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -148,6 +149,24 @@ class Statistic:
     def applies(self, model: BundleModel) -> bool:
         """Whether the model's bundles hold what the statistic needs."""
         return self.needs == "any" or model.b_LH is not None
+
+
+UNIT_RANGE = {
+    "fraction": (0.0, 1.0),
+    "share": (0.0, 1.0),
+    "count": (0.0, math.inf),
+    "keys": (0.0, math.inf),
+    "nats": (0.0, math.inf),
+    "weight": (0.0, math.inf),
+}
+"""Where a statistic of each unit can lie: a share of rows or keys within [0, 1]; a count, an entropy or a
+kernel weight finite and never negative."""
+
+
+def possible(key: str, value: float) -> bool:
+    """Whether `value` is one the statistic `key` of the table can take (finite, within its unit's range)."""
+    lo, hi = UNIT_RANGE[TABLE[key].unit]
+    return math.isfinite(value) and lo <= value <= hi
 
 
 def _at(step: str) -> Callable[[list[int]], int]:
