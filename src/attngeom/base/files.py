@@ -176,6 +176,34 @@ def _exchange(a: Path, b: Path) -> None:
         raise OSError(code, os.strerror(code), str(b))
 
 
+def replace_together(texts: dict[Path, str]) -> None:
+    """Give each existing file of `texts` its new text, every one of them or none: each text is written
+    whole beside its file first, then each swapped in (`_exchange`); a swap that fails (a file that cannot
+    be replaced) swaps the ones before it back, and raises."""
+    staged: dict[Path, Path] = {}
+    try:
+        for path, text in texts.items():
+            fd, name = tempfile.mkstemp(prefix=tmp_prefix(path.name), suffix=".tmp", dir=path.parent)
+            with os.fdopen(fd, "wb") as f:
+                f.write(text.encode("utf-8"))
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(name, stat.S_IMODE(path.stat().st_mode))
+            staged[path] = Path(name)
+        swapped: list[Path] = []
+        try:
+            for path, new in staged.items():
+                _exchange(new, path)
+                swapped.append(path)
+        except OSError:
+            for path in reversed(swapped):
+                _exchange(staged[path], path)
+            raise
+    finally:
+        for new in staged.values():
+            new.unlink(missing_ok=True)
+
+
 def _swap_in(new: Path, target: Path) -> Path | None:
     """Put folder `new` at `target`; return where the folder it replaced now is (None: there was none)."""
     for _ in range(100):  # another process may create or replace `target` between two attempts

@@ -631,3 +631,63 @@ KAGGLE_STATE_JSON = Record(
     other=None,
 )
 """`<run>/kaggle-state.json`: what a Kaggle run has recorded so far (backends.kaggle_state)."""
+
+
+# The measurement files of bench/results/ that the docs quote (docs.bench): every figure finite and in range,
+# the machine and command plain text (they go into Markdown as they are), so a damaged file is refused.
+_PLAIN = r"[^<>\x00-\x1f`]*"  # no markup, no control characters, no code fence
+_SECONDS = Number(1e-6, 1e7)  # a measured time: more than nothing, less than four months
+_DATE = Text(10, r"\d{4}-\d{2}-\d{2}")
+_COMMIT = Maybe(Text(40, r"[0-9a-f]{7,40}"))
+_LOAD = Items(Number(0, 1e4), max_len=3, min_len=3)
+_WHERE = {"date": _DATE, "machine": Text(500, _PLAIN, 1), "command": Text(2000, _PLAIN, 1), "git_commit": _COMMIT}
+BENCH_MEASURED = Record({**_WHERE, "load_average": _LOAD}, required=("date", "machine", "command", "load_average"))
+BENCH_VERIFY_JSON = Record(
+    {
+        "measured": BENCH_MEASURED,
+        "verify_s": _SECONDS,
+        "runs": Number(1, 10_000, integer=True),
+        "windows": Number(0, 4096, integer=True),
+        "verify_with_windows_s": _SECONDS,
+        "census_keys": Number(1, 1e9, integer=True),
+        "census_s": _SECONDS,
+        "census_baseline_s": _SECONDS,
+        "census_speedup": Number(0, 1e9),
+    },
+    required=("measured", "verify_s", "runs", "windows", "verify_with_windows_s", "census_keys", "census_s"),
+)
+"""bench/results/verify.json (`bench verify`)."""
+BENCH_TRAIN_JSON = Record(
+    {
+        "measured": BENCH_MEASURED,
+        "preset": Text(100, "|".join(PRESET_NAMES)),
+        "steps": Number(1, MAX_STEP, integer=True),
+        "repeats": Number(1, 10_000, integer=True),
+        "variants": Record(
+            other=Record(
+                {
+                    "baseline_steps_per_s": Number(0, 1e9),
+                    "harness_steps_per_s": Number(1e-9, 1e9),
+                    "ratio": Number(0, 1e9),
+                    "identical_losses": Flag(),
+                    "matmul_rate_share": Number(0, 1e3),
+                    "matmul_gflop_per_step": Number(0, 1e9),
+                }
+            ),
+            max_len=100,
+        ),
+    },
+    required=("measured", "preset", "steps", "variants"),
+)
+"""bench/results/train-*.json (`bench train`)."""
+SUITE_JSON = Record(
+    {
+        **_WHERE,
+        "outcomes": Record(other=Number(0, 1e6, integer=True), max_len=20),
+        "exit_status": Number(0, 255, integer=True),
+        "wall_s": _SECONDS,
+        "load_average": _LOAD,
+    },
+    required=("outcomes", "wall_s", "command", "machine", "date", "load_average"),
+)
+"""bench/results/suite.json (the whole suite's record, ATTNGEOM_SUITE_JSON)."""

@@ -27,7 +27,7 @@ def provenance(doc: dict) -> str:
 def bench_verify() -> str:
     """The verify stage and the hull census, from bench/results/verify.json."""
     path = BENCH / "verify.json"
-    d = schema.read_json(path)
+    d = schema.read_json(path, schema.BENCH_VERIFY_JSON)
     lines = [
         f"- verify stage (3 models, all claims, report): median {d['verify_s']:.2f} s over {d['runs']} runs;",
         f"- with {d['windows']} extra windows per model: {d['verify_with_windows_s']:.2f} s "
@@ -44,7 +44,7 @@ def bench_verify() -> str:
 
 def verify_time() -> str:
     """One sentence: the verify stage's median time, from bench/results/verify.json (in full: `bench_verify`)."""
-    d = schema.read_json(BENCH / "verify.json")
+    d = schema.read_json(BENCH / "verify.json", schema.BENCH_VERIFY_JSON)
     return (
         f"The verify stage takes {d['verify_s']:.2f} s (median of {d['runs']} runs on {d['measured']['machine']}; "
         "[speed](docs/speed.md))."
@@ -55,7 +55,7 @@ def bench_train() -> str:
     """The training harness against a per-step loop, from bench/results/train-*.json."""
     out = []
     for path in sorted(BENCH.glob("train-*.json")):
-        d = schema.read_json(path)
+        d = schema.read_json(path, schema.BENCH_TRAIN_JSON)
         rows = [
             "| variant | harness steps/s | per-step loop steps/s | ratio | losses | the step's share of its matmuls' rate alone |",
             "| --- | --- | --- | --- | --- | --- |",
@@ -99,7 +99,7 @@ def paper_step() -> str:
     path = BENCH / "train-paper.json"
     if not path.exists():
         return "no paper-preset step measured yet (`./reproduce.sh bench train --json bench/results/train-paper.json`)"
-    d = schema.read_json(path)
+    d = schema.read_json(path, schema.BENCH_TRAIN_JSON)
     each = "; ".join(
         f"{v} {f['harness_steps_per_s']:.2f} steps/s, {f['matmul_rate_share']:.2f} of the rate its "
         f"{f['matmul_gflop_per_step']:.1f} GFLOP of matmuls reach alone"
@@ -113,7 +113,7 @@ def suite() -> str:
     path = BENCH / "suite.json"
     if not path.exists():
         return "no whole run of the suite recorded yet"
-    d = schema.read_json(path)
+    d = schema.read_json(path, schema.SUITE_JSON)
     counts = ", ".join(f"{n} {k}" for k, n in d["outcomes"].items() if n)
     load = ", ".join(f"{x:g}" for x in d["load_average"])
     return (

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attngeom.base.errors import EXIT_FAIL, EXIT_PASS, InputError, one_line
-from attngeom.base.files import REPO, shown, write_atomic
+from attngeom.base.files import REPO, replace_together, shown
 
 BEGIN = "[[[cog"
 
@@ -52,18 +52,20 @@ def stale_blocks(before: str, after: str) -> list[int]:
 
 
 def run_docs(check: bool) -> int:
-    """Regenerate the figures of every page, or (--check) name the blocks that are out of date."""
-    status = EXIT_PASS
-    for path in pages():
-        before = path.read_text(encoding="utf-8")
-        after = generate(path)
-        if after == before:
-            continue
-        if check:
-            for line in stale_blocks(before, after):
+    """Regenerate the figures of every page, or (--check) name the blocks that are out of date. Every page
+    is made in memory first; then the changed ones replace the old together, or none does."""
+    made = {path: (path.read_text(encoding="utf-8"), generate(path)) for path in pages()}
+    changed = {path: after for path, (before, after) in made.items() if after != before}
+    if check:
+        for path in changed:
+            for line in stale_blocks(made[path][0], changed[path]):
                 print(f"{shown(path)}:{line}: out of date: regenerate with ./reproduce.sh docs")
-            status = EXIT_FAIL
-        else:
-            write_atomic(path, after)
-            print(f"regenerated: {shown(path)}")
-    return status
+        return EXIT_FAIL if changed else EXIT_PASS
+    try:
+        replace_together(changed)
+    except OSError as exc:
+        where = shown(exc.filename) if exc.filename else "a page"
+        raise InputError(f"{where}: cannot be replaced ({exc.strerror or exc}); no page was changed") from exc
+    for path in changed:
+        print(f"regenerated: {shown(path)}")
+    return EXIT_PASS
