@@ -13,6 +13,7 @@ so a re-used kernel slug never hands back an older run's outputs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -36,7 +37,7 @@ from attngeom.backends.kaggle_client import (
     username_of,
 )
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR, build_kernel, definitions, source_archive
-from attngeom.backends.kaggle_state import STATE_FILE, load_state, save_state
+from attngeom.backends.kaggle_state import STATE_FILE, check_state, load_state, save_state
 from attngeom.base.errors import InputError
 from attngeom.base.variants import PUBLISHED
 from attngeom.bundles.manifest import REPORT
@@ -63,37 +64,51 @@ def latest_run(runs: Path = RUNS_DIR) -> Path:
 
 
 def build(run: Path, username: str, seeds: list[int], bundles: list[str] | None, settings: dict) -> dict:
-    """Write one kernel folder per bundle (default: all) and seed under `run/kernels`, and the state."""
+    """Write one kernel folder per bundle (default: all) and seed under `run/kernels`, and the state.
+
+    The state is made and checked first (against the schema `load_state` reads it with, and, for an
+    ensemble, against the session and the quota): a refused build writes nothing; one that fails while
+    writing its kernels removes them."""
     defs = definitions()
     bundles = bundles or list(defs)
     unknown = [b for b in bundles if b not in defs]
     if unknown:
         raise InputError(f"unknown bundle '{unknown[0]}' (kernel definitions: {', '.join(defs)})")
-    archive = source_archive()
     run_id = uuid.uuid4().hex
-    kernels = []
-    for kernel_seed in seeds:
-        for name in bundles:
-            defn = defs[name]
-            folder = run / "kernels" / defn.slug(kernel_seed)
-            build_kernel(
-                defn, username, kernel_seed, folder, settings["preset"], archive, run_id, settings.get("members")
-            )
-            kernels.append(
-                {
-                    "bundle": name,
-                    "seed": kernel_seed,
-                    "id": defn.kernel_id(username, kernel_seed),
-                    "variants": list(defn.variants),
-                    "folder": folder.relative_to(run).as_posix(),
-                    "state": "BUILT",
-                }
-            )
+    kernels = [
+        {
+            "bundle": name,
+            "seed": kernel_seed,
+            "id": defs[name].kernel_id(username, kernel_seed),
+            "variants": list(defs[name].variants),
+            "folder": (Path("kernels") / defs[name].slug(kernel_seed)).as_posix(),
+            "state": "BUILT",
+        }
+        for kernel_seed in seeds
+        for name in bundles
+    ]
     created = datetime.now(timezone.utc).isoformat(timespec="seconds")
     state = {"username": username, "created": created, "run_id": run_id, **settings, "kernels": kernels}
+    check_state(state)
     if state.get("members"):
-        kaggle_budget.estimate(state)  # before the state is saved: a run that cannot fit is never started
-    save_state(run, state)
+        kaggle_budget.estimate(state)  # before anything is written: a run that cannot fit is never started
+    archive = source_archive()
+    try:
+        for kernel in kernels:
+            build_kernel(
+                defs[kernel["bundle"]],
+                username,
+                kernel["seed"],
+                run / kernel["folder"],
+                settings["preset"],
+                archive,
+                run_id,
+                settings.get("members"),
+            )
+        save_state(run, state)
+    except BaseException:
+        shutil.rmtree(run / "kernels", ignore_errors=True)
+        raise
     return state
 
 
@@ -340,7 +355,12 @@ def main(args: KaggleOptions) -> int:
         if args.members:
             settings["members"] = args.members
         kernels = list(args.kernels) if args.kernels else None
-        state = build(run, args.username or username_of(api), sorted(args.seeds), kernels, settings)
+        try:
+            state = build(run, args.username or username_of(api), sorted(args.seeds), kernels, settings)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                run.rmdir()  # the run folder it made, empty again: a refused build leaves nothing
+            raise
         print(f"built {len(state['kernels'])} kernel(s) in {run}/kernels", flush=True)
         if args.action == "build":
             return 0

@@ -19,12 +19,13 @@ import os
 from dataclasses import dataclass
 
 from attngeom.backends.kernel_main import member_groups
+from attngeom.base import schema
 from attngeom.base.errors import InputError
 from attngeom.base.train_config import PRESETS
 from attngeom.training.device import deterministic_device
 from attngeom.training.flops import EFFICIENCY, schedule_seconds, step_flops
 
-MAX_SESSION_S = 12 * 3600  # Kaggle's longest session (a push asking for more is refused)
+MAX_SESSION_S = schema.MAX_KAGGLE_SESSION_S  # Kaggle's longest session (a push asking for more is refused)
 INSTALL_S = 600.0  # the kernel's install of the CUDA lock (gigabytes of wheels), assumed: not measured on Kaggle
 
 

@@ -19,11 +19,13 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from attngeom.backends import kernel_main
+from attngeom.base import schema
 from attngeom.base.errors import InputError
 from attngeom.base.files import REPO
 from attngeom.base.train_config import PRESET_NAMES
@@ -71,8 +73,8 @@ def definitions(root: Path = KAGGLE_DIR) -> dict[str, KernelDef]:
 
 def kernel_metadata(defn: KernelDef, username: str, seed: int) -> dict:
     """The template with the user's name and the seed filled into its string fields."""
-    if not username or username != username.strip() or "/" in username:
-        raise InputError(f"'{username}' is not a Kaggle user name (pass --username or set up credentials)")
+    if not re.fullmatch(schema.KAGGLE_USER, username):
+        raise InputError(f"{username!r} is not a Kaggle user name (pass --username or set up credentials)")
     return {
         k: v.replace("{username}", username).replace("{seed}", str(seed)) if isinstance(v, str) else v
         for k, v in defn.metadata.items()

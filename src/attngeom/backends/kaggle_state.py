@@ -26,13 +26,18 @@ def load_state(run: Path) -> dict:
         state = schema.read_json(path, max_bytes=MAX_STATE_BYTES)
     except InputError as exc:
         raise InputError(f"{path}: not a readable {STATE_FILE} ({str(exc)[:200]})") from exc
-    for where, problem in schema.KAGGLE_STATE_JSON.errors(state, ""):
-        raise InputError(
-            f"{path}: not a {STATE_FILE} this version wrote: at {where or 'the top level'}, {problem[:200]}"
-        )
+    check_state(state, f"{path}: not a {STATE_FILE} this version wrote")
     return state
 
 
+def check_state(state: dict, what: str = f"not a {STATE_FILE} `kaggle status` could read") -> None:
+    """Refuse a state `load_state` would refuse (`schema.KAGGLE_STATE_JSON`), naming the first problem."""
+    for where, problem in schema.KAGGLE_STATE_JSON.errors(state, ""):
+        raise InputError(f"{what}: at {where or 'the top level'}, {problem[:200]}")
+
+
 def save_state(run: Path, state: dict) -> None:
-    """Atomically: a crash leaves the old or the new state, never half of one."""
+    """Atomically, and only a state `load_state` reads back: a crash leaves the old or the new state, never
+    half of one."""
+    check_state(state)
     write_json_atomic(Path(run) / STATE_FILE, state)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
 
@@ -22,10 +23,14 @@ class InputError(Exception):
 EXIT_PASS, EXIT_FAIL, EXIT_INPUT, EXIT_INTERNAL, EXIT_INTERRUPT = 0, 1, 2, 3, 130
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def one_line(text: object) -> str:
-    """A message on one line (its whitespace runs, line breaks included, as one space): what stderr
-    shows of a path or a quoted error is never split into lines a reader takes for others."""
-    return " ".join(str(text).split())
+    """A message on one line (its whitespace runs, line breaks included, as one space), its other control
+    characters written as escapes: what stderr shows of a path or a quoted error (a remote service's
+    included) is never split into lines a reader takes for others, nor moves or colours the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", " ".join(str(text).split()))
 
 
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT)  # no space left: unusable output, not an internal error

@@ -23,6 +23,7 @@ from attngeom.base.variants import VARIANTS_TABLE
 
 MAX_JSON_BYTES = 64 << 20
 MAX_DEPTH = 64
+MAX_KAGGLE_SESSION_S = 12 * 3600  # Kaggle's longest GPU session (`kaggle --time-limit`)
 MAX_MEMBERS = 64  # the most members an ensemble has (`rerun --members K`: from 2)
 MEMBERS_MODES = ("together", "sequential")  # how an ensemble's members train (`rerun --members-mode`)
 TIERS = ("published", "rerun")  # the tolerances a claim is judged with: the published value's, or a rerun's band
@@ -346,8 +347,9 @@ MANIFEST_JSON = Record(
                 "preset": Text(100),
                 "variants": Items(Text(100), max_len=100),
                 "seeds": Items(Number(0, 2**31 - 1, integer=True)),  # `--seeds`: any number of options.seed
-                "train": Record({"steps": _STEP, "stop_after": Maybe(_STEP)}),
-            }
+                "train": Record({"steps": _STEP, "stop_after": Maybe(_STEP)}, required=("steps",)),
+            },
+            required=("preset", "variants", "seeds", "train"),  # what a resume and a summary read of every run
         ),
         "files": Record(other=Text(64), max_len=100_000),
         "stopped_after": Maybe(_STEP),
@@ -594,12 +596,13 @@ FIGURES_JSON = Record(
 (none listed: drawn from unknown bundles)."""
 
 _KAGGLE_NAME = "[A-Za-z0-9._-]+"
+KAGGLE_USER = "[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"  # a Kaggle user name: no space, slash or control character
 _KAGGLE_TIME = Maybe(Number(0))
 KAGGLE_KERNEL_JSON = Record(
     {
         "bundle": Text(256, _KAGGLE_NAME),
         "seed": Number(0, 2**32 - 1, integer=True),
-        "id": Text(512, rf"[^/\s]+/{_KAGGLE_NAME}"),
+        "id": Text(512, rf"{KAGGLE_USER}/{_KAGGLE_NAME}"),
         "variants": Items(Text(64), max_len=64),
         "folder": Text(512, rf"kernels/{_KAGGLE_NAME}"),
         "state": Text(64, "[A-Z_]+"),
@@ -617,12 +620,12 @@ KAGGLE_KERNEL_JSON = Record(
 
 KAGGLE_STATE_JSON = Record(
     {
-        "username": Text(256, min_len=1),
+        "username": Text(64, KAGGLE_USER, 1),
         "created": Text(65536),
         "run_id": Text(32, "[0-9a-f]{32}"),
         "preset": Text(64, "|".join(PRESET_NAMES)),
         "accelerator": Text(256, min_len=1),
-        "timeout": Number(1, 10**7, integer=True),
+        "timeout": Number(1, MAX_KAGGLE_SESSION_S, integer=True),
         "concurrency": Number(1, 1000, integer=True),
         "members": Maybe(Number(2, MAX_MEMBERS, integer=True)),  # each kernel an ensemble (`kaggle run --members`)
         "kernels": Items(KAGGLE_KERNEL_JSON, max_len=10_000, min_len=1),

@@ -11,6 +11,7 @@ KAGGLE_USERNAME and KAGGLE_KEY.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 from attngeom.base import schema
@@ -42,16 +43,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--accelerator", help="Kaggle machine shape (default: the GPU T4 x2 machine)")
     p.add_argument(
         "--time-limit",
-        type=positive,
+        type=integer(1, schema.MAX_KAGGLE_SESSION_S, "a kernel's seconds"),
         metavar="SECONDS",
         help="seconds a kernel may run (default 6 h; with --members 12 h, Kaggle's longest session); "
         "`run` waits that long per round of --concurrency kernels",
     )
-    p.add_argument("--timeout", dest="time_limit", type=positive, help=argparse.SUPPRESS)  # earlier spelling
+    p.add_argument(
+        "--timeout", dest="time_limit", type=integer(1, schema.MAX_KAGGLE_SESSION_S), help=argparse.SUPPRESS
+    )  # earlier spelling
     p.add_argument("--concurrency", type=positive, help="kernels running at once (default 2)")
     p.add_argument("--poll", type=float, default=30.0, help="first polling interval in seconds; it backs off to 10x")
-    p.add_argument("--username", help="Kaggle user name for the kernel ids (default: from the credentials)")
+    p.add_argument(
+        "--username", type=kaggle_user, help="Kaggle user name for the kernel ids (default: from the credentials)"
+    )
     p.set_defaults(func=run)
+
+
+def kaggle_user(text: str) -> str:
+    """An argparse `type=`: a Kaggle user name (`schema.KAGGLE_USER`)."""
+    if not re.fullmatch(schema.KAGGLE_USER, text):
+        raise argparse.ArgumentTypeError(f"{text[:80]!r} is not a Kaggle user name (letters, digits, . _ -; 1 to 64)")
+    return text
 
 
 def run(args: argparse.Namespace) -> int:

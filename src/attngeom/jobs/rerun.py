@@ -19,6 +19,9 @@ from attngeom.jobs import ensemble
 from attngeom.jobs.verify import run_verify
 from attngeom.training import local_run, runs
 
+PLANNED = ("preset", "out", "steps", "seeds", "variants", "lr", "stop_after", "windows", "members", "preflight")
+"""The options that plan a run: a resume takes them from the run's manifest, so none may be given beside it."""
+
 
 def judge(folder: runs.RunFolder, plan: local_run.Plan) -> tuple[int, dict]:
     """Verify the run's seed-0 bundles into `<run>/report`: verify's exit status and what the manifest records."""
@@ -36,6 +39,12 @@ def run(opts: local_run.RerunOptions) -> int:
         raise InputError("--time-limit: a positive number of seconds")
     if opts.resume is None:
         local_run.new_plan(opts)  # every option checked before the device starts or a folder is claimed
+    else:
+        fresh = local_run.RerunOptions()
+        given = [name for name in PLANNED if getattr(opts, name) != getattr(fresh, name)]
+        if given:
+            flags = ", ".join("--" + name.replace("_", "-") for name in given)
+            raise InputError(f"{flags}: a resumed run carries on as it was planned; give only --resume RUN there")
     opts = replace(opts, deadline=None if opts.time_limit is None else time.monotonic() + opts.time_limit)
     if opts.members is not None or (opts.resume and ensemble.is_ensemble(opts.resume)):
         return ensemble.run(opts, train_and_judge)
