@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,12 +98,24 @@ def travelling_bytes() -> int:
     return sum(p.stat().st_size for p in files if p.is_file() and not p.is_symlink())
 
 
+def python_version(text: str) -> str:
+    """An argparse `type=`: the MAJOR.MINOR of a Python the lock has wheels for (3.10 to 3.13)."""
+    if not re.fullmatch(r"3\.1[0-3]", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Python version from 3.10 to 3.13 (as MAJOR.MINOR)")
+    return text
+
+
 def main() -> int:
     parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--mirror", type=Path, help="the mirror to copy (default: ATTNGEOM_MIRROR, else ../shared/mirror)"
     )
-    parser.add_argument("--python-version", default="3.12", help="the Python of the GPU machine (default 3.12)")
+    parser.add_argument(
+        "--python-version",
+        type=python_version,
+        default="3.12",
+        help="the Python of the GPU machine, MAJOR.MINOR from 3.10 to 3.13 (default 3.12)",
+    )
     args = parser.parse_args()
     source = args.mirror or fetch.mirror_dir() or REPO.parent / "shared" / "mirror"
     if not source.is_dir():

@@ -45,7 +45,12 @@ while [ "${1:-}" = "--smoke" ] || [ "${1:-}" = "--ensemble" ]; do
 done
 out="${OUT:-${1:-}}"
 if [ -z "$out" ]; then echo "usage: bench/gpu_check.sh [--smoke] [--ensemble] OUTDIR (or set OUT)" >&2; exit 2; fi
-mkdir -p "$out" || exit 2
+# The results folder must take a file before any step runs (usage above: 2 is "could not start").
+if ! mkdir -p "$out" 2>/dev/null || ! probe="$(mktemp "$out/.gpu_check.XXXXXX" 2>/dev/null)"; then
+  echo "error: $out: cannot write the results there; give a writable OUTDIR (or OUT)" >&2
+  exit 2
+fi
+rm -f "$probe"
 out="$(cd "$out" && pwd)"
 . "$here/bench/gpu_env.sh"
 
