@@ -81,8 +81,10 @@ def new_run_dir(out: Path | None, label: str, runs_dir: Path = RUNS_DIR) -> Path
             raise InputError(f"{runs_dir}: too many runs named {stem.name}; choose an --out")
         path = Path(out)
         # a folder holding only the lock of a run that never wrote its manifest (refused, or killed at once)
-        # is empty: `RunFolder` claims it, unless its process still holds it
-        if path.exists() and (not path.is_dir() or {p.name for p in path.iterdir()} - {LOCK}):
+        # and what its killed writer left is empty: `RunFolder` claims it, unless its process still holds it
+        if path.exists() and (
+            not path.is_dir() or {p.name for p in path.iterdir() if not is_temporary(p.name)} - {LOCK}
+        ):
             raise InputError(
                 f"{path}: already exists and is not empty; a run is never written over, choose a new --out"
             )
@@ -267,6 +269,7 @@ class RunFolder:
         if (self.path / MANIFEST).exists():
             self.release()
             raise InputError(f"{self.path}: already holds a run; a run is never written over, choose a new --out")
+        remove_temporaries(self.path)  # what a run killed before its first manifest left
         self.started = time.perf_counter()
         self.manifest = {
             "completed": False,
