@@ -9,7 +9,7 @@ scored on that one function's mutants alone (mutmut names them `attngeom.MODULE.
 A survivor that cannot change any output (an equivalent mutant) is listed under
 `[tool.attngeom.mutation.equivalent]` with one line on why, and counted out of the score.
 
-    ./reproduce.sh bench mutation [MODULE...] [--record FILE]   # e.g. bench mutation judge stats
+    ./reproduce.sh bench mutation [MODULE...] [--record FILE]   # e.g. bench mutation judgement.judge measures.stats
 
 Each module runs in a folder of its own (`.mutation/<module>/`, rebuilt each time, so no result is
 carried over from code that has since changed): links to the checkout, and pyproject.toml with the

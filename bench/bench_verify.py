@@ -31,7 +31,7 @@ from threadpoolctl import threadpool_limits
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests"), str(ROOT / "bench")]
 
-from bundle_tools import add_windows, copy_published  # noqa: E402 - after the path set-up above
+from helpers.bundles import add_windows, copy_published  # noqa: E402 - after the path set-up above (tests/helpers)
 from measured import write_figures  # noqa: E402 - bench/, beside this script
 
 from attngeom.base import fetch  # noqa: E402

@@ -1,4 +1,6 @@
-"""Shared fixtures: the mirror of the remote files, a private cache, and the trained smoke runs."""
+"""Shared fixtures: the mirror of the remote files, a private cache, the published bundles, the trained smoke
+runs, the corpus, the fake Kaggle server, tmpfs mounts and the judged runs a summary reads. What they are
+built on lives in tests/helpers/, which the tests import (never one another)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from trained_runs import SmokeRuns
-
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_MIRROR = REPO.parent / "shared" / "mirror"
+from helpers import DEFAULT_MIRROR, REPO
+from helpers.mounts import tmpfs  # noqa: F401 (the fixture)
+from helpers.runs import SmokeRuns
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -110,3 +111,41 @@ def smoke_runs(tmp_path_factory) -> SmokeRuns:
     workers of `-n N` (in the folder above each worker's own)."""
     base = tmp_path_factory.getbasetemp()
     return SmokeRuns((base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "smoke-runs", REPO)
+
+
+@pytest.fixture
+def smoke_run(smoke_runs) -> Path:
+    """The session's smoke rerun of seeds 0-2 under the machine's own code generation (read only)."""
+    return smoke_runs["default"].path
+
+
+@pytest.fixture(scope="session")
+def corpus():
+    """The training corpus (tiny Shakespeare), loaded once for the session (read it, never change it)."""
+    from attngeom.training import data
+
+    return data.load_corpus()
+
+
+@pytest.fixture
+def fake_kaggle(monkeypatch, tmp_path):
+    """A fake Kaggle (`helpers.kaggle.FakeKaggle`), the real client pointed at it with valid credentials and
+    a private home, retries that wait milliseconds, and a scratch working folder."""
+    from helpers.kaggle import FakeKaggle, point_client_at
+
+    from attngeom.backends import kaggle_client
+
+    monkeypatch.setattr(kaggle_client, "RETRY_WAIT_S", (0.001, 0.01))  # the backoff's shape, not its minutes
+    with FakeKaggle() as server:
+        point_client_at(server, monkeypatch, tmp_path / "home")
+        monkeypatch.chdir(tmp_path)
+        yield server
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory, published_root) -> dict[str, Path]:
+    """A finished full-length run of softmax (one row of its step-1200 map reweighed: a rerun) and one of
+    yat_b, each in its own folder and judged alone into RUN/report (read only)."""
+    from helpers.summaries import judged_runs_of
+
+    return judged_runs_of(published_root, tmp_path_factory.mktemp("together"))

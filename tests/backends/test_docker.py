@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
@@ -10,25 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO
+from helpers.docker import command, parse
 
 from attngeom.backends import docker as docker_backend
 from attngeom.base import environment
 from attngeom.base.errors import InputError
-from attngeom.commands import docker as docker_command
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    docker_command.register(parser.add_subparsers(dest="command"))
-    return parser.parse_args(argv)
-
-
-def command(argv: list[str]) -> int:
-    """`docker ...` parsed and run in process, through its command module."""
-    args = parse(argv)
-    return args.func(args)
 
 
 def fake_docker(tmp_path: Path, script: str) -> Path:

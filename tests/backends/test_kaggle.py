@@ -10,19 +10,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from fake_kaggle import PROXY_VARS, FakeKaggle, point_client_at, settings_of, synthetic_output
-from fake_kaggle import kaggle_command as kaggle
-from trained_runs import restore_device_settings
+from helpers import MIRROR, REPO
+from helpers.kaggle import PROXY_VARS, FakeKaggle, settings_of, synthetic_output
+from helpers.kaggle import kaggle_command as kaggle
+from helpers.runs import restore_device_settings
 
 from attngeom import cli
 from attngeom.backends import kaggle as kaggle_backend
-from attngeom.backends import kaggle_client
 from attngeom.backends.kaggle_kernel import OUTPUT_DIR
 from attngeom.jobs import ensemble
 from attngeom.training.runs import require_complete
 
-REPO = Path(__file__).resolve().parents[1]
-MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").resolve()  # from the start
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
@@ -39,31 +37,21 @@ def loopback_only(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", guarded)
 
 
-@pytest.fixture
-def fake(monkeypatch, tmp_path):
-    """A fake Kaggle, the client pointed at it, valid credentials, and a scratch working folder."""
-    monkeypatch.setattr(kaggle_client, "RETRY_WAIT_S", (0.001, 0.01))  # the backoff's shape, not its minutes
-    with FakeKaggle() as server:
-        point_client_at(server, monkeypatch, tmp_path / "home")
-        monkeypatch.chdir(tmp_path)
-        yield server
-
-
-def serve_synthetic(fake: FakeKaggle, corrupt: str | None = None) -> None:
+def serve_synthetic(fake_kaggle: FakeKaggle, corrupt: str | None = None) -> None:
     """Each pushed kernel 'produces' a synthetic bundle for its variants and seed."""
 
     def produce(slug: str, request: dict) -> None:
         name, seed = slug.split("/")[1].rsplit("-s", 1)
         variants = kaggle_backend.definitions()[name].variants
         run_id = settings_of(request["text"])["RUN_ID"]
-        fake.kernel(slug).outputs = synthetic_output(name, variants, int(seed), corrupt=corrupt, run_id=run_id)
-        fake.kernel(slug).log = f"training {name}\nattngeom kernel: {name} seed {seed} done\n"
+        fake_kaggle.kernel(slug).outputs = synthetic_output(name, variants, int(seed), corrupt=corrupt, run_id=run_id)
+        fake_kaggle.kernel(slug).log = f"training {name}\nattngeom kernel: {name} seed {seed} done\n"
 
-    fake.on_push = produce
+    fake_kaggle.on_push = produce
 
 
-def test_run_pushes_polls_pulls_and_judges(fake, monkeypatch, capsys):
-    serve_synthetic(fake)
+def test_run_pushes_polls_pulls_and_judges(fake_kaggle, monkeypatch, capsys):
+    serve_synthetic(fake_kaggle)
     judged = {}
 
     def judge(run, state):
@@ -76,8 +64,8 @@ def test_run_pushes_polls_pulls_and_judges(fake, monkeypatch, capsys):
     out = capsys.readouterr().out
     for state in ("QUEUED", "RUNNING", "COMPLETE"):
         assert f"attngeom-qk-s0 {state}" in out
-    assert set(fake.kernels) == {f"reviewer/attngeom-{b}-s{s}" for b in ("qk", "goat") for s in (0, 1)}
-    request = fake.kernels["reviewer/attngeom-qk-s0"].pushes[0]
+    assert set(fake_kaggle.kernels) == {f"reviewer/attngeom-{b}-s{s}" for b in ("qk", "goat") for s in (0, 1)}
+    request = fake_kaggle.kernels["reviewer/attngeom-qk-s0"].pushes[0]
     assert request["enableGpu"] and request["enableInternet"] and request["isPrivate"]
     assert request["machineShape"] == "NvidiaTeslaT4" and request["sessionTimeoutSeconds"] == 6 * 3600
     state = json.loads((judged["run"] / kaggle_backend.STATE_FILE).read_text())
@@ -85,26 +73,28 @@ def test_run_pushes_polls_pulls_and_judges(fake, monkeypatch, capsys):
     for k in state["kernels"]:
         root = judged["run"] / "outputs" / f"{k['bundle']}-s{k['seed']}" / OUTPUT_DIR
         assert require_complete(root)["completed"]
-    assert all(host == "127.0.0.1" and target.startswith(("/api/v1/", "/files/")) for host, target in fake.requests)
+    assert all(
+        host == "127.0.0.1" and target.startswith(("/api/v1/", "/files/")) for host, target in fake_kaggle.requests
+    )
 
 
-def test_concurrency_limit_holds_back_pushes(fake, monkeypatch):
-    serve_synthetic(fake)
+def test_concurrency_limit_holds_back_pushes(fake_kaggle, monkeypatch):
+    serve_synthetic(fake_kaggle)
     monkeypatch.setattr(kaggle_backend, "judge", lambda run, state: 0)
-    synthetic, waiting_at_push = fake.on_push, []
+    synthetic, waiting_at_push = fake_kaggle.on_push, []
 
     def push_and_count(slug, request):
         synthetic(slug, request)
         # pushed and not yet reported COMPLETE to the client (the new one included)
-        waiting_at_push.append(sum(bool(k.pushes) and k.polls < len(k.states) for k in fake.kernels.values()))
+        waiting_at_push.append(sum(bool(k.pushes) and k.polls < len(k.states) for k in fake_kaggle.kernels.values()))
 
-    fake.on_push = push_and_count
+    fake_kaggle.on_push = push_and_count
     assert kaggle("run", "--run", "r", "--poll", "0.001", "--seeds", "0,1,2", "--concurrency", "2") == (0, "")
     assert len(waiting_at_push) == 6 and max(waiting_at_push) == 2
 
 
-def test_status_and_pull_resume_from_the_state_file(fake, monkeypatch, tmp_path):
-    serve_synthetic(fake)
+def test_status_and_pull_resume_from_the_state_file(fake_kaggle, monkeypatch, tmp_path):
+    serve_synthetic(fake_kaggle)
     monkeypatch.setattr(kaggle_backend, "judge", lambda run, state: 0)
     assert kaggle("build", "--run", "r", "--bundles", "attngeom-goat") == (0, "")
     assert kaggle("push", "--run", "r") == (0, "")
@@ -117,7 +107,7 @@ def test_status_and_pull_resume_from_the_state_file(fake, monkeypatch, tmp_path)
     first = {p: p.read_bytes() for p in pulled.rglob("*") if p.is_file()}
     # The server now serves other (valid) bytes; pulling again keeps the good bundle as it was.
     run_id = json.loads((tmp_path / "r" / kaggle_backend.STATE_FILE).read_text())["run_id"]
-    fake.kernel("reviewer/attngeom-goat-s0").outputs = synthetic_output(
+    fake_kaggle.kernel("reviewer/attngeom-goat-s0").outputs = synthetic_output(
         "attngeom-goat", ("goat_v",), 0, salt=1, run_id=run_id
     )
     assert kaggle("pull", "--run", "r") == (0, "")
@@ -132,15 +122,15 @@ def test_status_and_pull_resume_from_the_state_file(fake, monkeypatch, tmp_path)
     assert (rejected / OUTPUT_DIR / "attngeom-goat" / "yat_attention.json").read_text() == "damaged"
 
 
-def test_latest_run_is_the_default(fake):
+def test_latest_run_is_the_default(fake_kaggle):
     assert kaggle("build", "--bundles", "attngeom-goat") == (0, "")
     assert kaggle("status") == (0, "")
     (run,) = kaggle_backend.RUNS_DIR.glob("*-kaggle")
     assert json.loads((run / kaggle_backend.STATE_FILE).read_text())["kernels"][0]["state"] == "BUILT"
 
 
-def test_push_error_in_the_reply_fails_and_keeps_the_build(fake, tmp_path):
-    fake.push_error = "Phone verification is required to use accelerators."
+def test_push_error_in_the_reply_fails_and_keeps_the_build(fake_kaggle, tmp_path):
+    fake_kaggle.push_error = "Phone verification is required to use accelerators."
     status, error = kaggle("run", "--run", "r", "--poll", "0.001")
     assert status == 2
     assert "Phone verification is required" in error and "phone-verified" in error
@@ -148,11 +138,11 @@ def test_push_error_in_the_reply_fails_and_keeps_the_build(fake, tmp_path):
     assert {k["state"] for k in state["kernels"]} == {"BUILT"}
 
 
-def test_no_gpu_quota_is_refused_before_pushing(fake):
-    fake.gpu_hours_left = 0
+def test_no_gpu_quota_is_refused_before_pushing(fake_kaggle):
+    fake_kaggle.gpu_hours_left = 0
     status, error = kaggle("run", "--run", "r", "--poll", "0.001")
     assert status == 2 and "no GPU quota left" in error
-    assert not fake.kernels
+    assert not fake_kaggle.kernels
 
 
 def estimates_here(monkeypatch) -> None:
@@ -161,7 +151,9 @@ def estimates_here(monkeypatch) -> None:
     monkeypatch.setenv("JAX_PLATFORMS", os.environ.get("JAX_PLATFORMS", ""))
 
 
-def test_an_ensemble_that_cannot_fit_its_session_or_the_quota_left_is_refused(fake, tmp_path, capsys, monkeypatch):
+def test_an_ensemble_that_cannot_fit_its_session_or_the_quota_left_is_refused(
+    fake_kaggle, tmp_path, capsys, monkeypatch
+):
     """The estimate (smoke preset: the install's 10 minutes and the compilation make most of it) against
     a session of 10 minutes, then against a GPU quota of 6 minutes left."""
     estimates_here(monkeypatch)
@@ -170,56 +162,56 @@ def test_an_ensemble_that_cannot_fit_its_session_or_the_quota_left_is_refused(fa
     assert status == 2 and error.startswith("someone/attngeom-goat-s0: estimated at 0.2 h, more than the session's")
     assert "fewer --members, or a longer --time-limit up to 43200" in error
     assert not (tmp_path / "b" / kaggle_backend.STATE_FILE).exists()  # no run is started that cannot end
-    fake.gpu_hours_left = 0.1
+    fake_kaggle.gpu_hours_left = 0.1
     status, error = kaggle("run", "--run", "r", *argv)
     assert status == 2 and "estimated at 0.2 GPU hours, more than the 0.1 h of GPU quota left this week" in error
     assert "GPU quota: 29.9 h used of 30.0 h" in capsys.readouterr().out
-    assert not fake.kernels  # nothing pushed
+    assert not fake_kaggle.kernels  # nothing pushed
 
 
-def test_kernel_in_error_shows_failure_message_and_log(fake, monkeypatch, tmp_path):
-    fake.kernel("reviewer/attngeom-goat-s0").states = ["QUEUED", "RUNNING", "ERROR"]
-    fake.kernel(
+def test_kernel_in_error_shows_failure_message_and_log(fake_kaggle, monkeypatch, tmp_path):
+    fake_kaggle.kernel("reviewer/attngeom-goat-s0").states = ["QUEUED", "RUNNING", "ERROR"]
+    fake_kaggle.kernel(
         "reviewer/attngeom-goat-s0"
     ).failure_message = "Your notebook tried to allocate more memory than is available."
     events = [
         {"stream_name": "stderr", "time": 1.0 + i, "data": line + "\n"}
         for i, line in enumerate(["step 100", "Traceback (most recent call last):", "MemoryError"])
     ]
-    fake.kernel("reviewer/attngeom-goat-s0").log = json.dumps(events)  # Kaggle's log format
+    fake_kaggle.kernel("reviewer/attngeom-goat-s0").log = json.dumps(events)  # Kaggle's log format
     status, error = kaggle("run", "--run", "r", "--poll", "0.001", "--bundles", "attngeom-goat")
     assert status == 2
     assert "ended in ERROR" in error and "allocate more memory" in error and "MemoryError" in error
     assert (tmp_path / "r" / "logs" / "attngeom-goat-s0.log").read_text().splitlines()[-1] == "MemoryError"
     # Once the cause is fixed, continuing the run pushes the failed kernel again.
-    serve_synthetic(fake)
-    fake.kernel("reviewer/attngeom-goat-s0").states = ["RUNNING", "COMPLETE"]
+    serve_synthetic(fake_kaggle)
+    fake_kaggle.kernel("reviewer/attngeom-goat-s0").states = ["RUNNING", "COMPLETE"]
     monkeypatch.setattr(kaggle_backend, "judge", lambda run, state: 0)
     assert kaggle("run", "--run", "r", "--poll", "0.001") == (0, "")
-    assert len(fake.kernels["reviewer/attngeom-goat-s0"].pushes) == 2
+    assert len(fake_kaggle.kernels["reviewer/attngeom-goat-s0"].pushes) == 2
 
 
-def test_output_whose_sha256_mismatches_the_manifest_is_rejected(fake, tmp_path):
-    serve_synthetic(fake, corrupt="geom_goat_v_s0.npz")
+def test_output_whose_sha256_mismatches_the_manifest_is_rejected(fake_kaggle, tmp_path):
+    serve_synthetic(fake_kaggle, corrupt="geom_goat_v_s0.npz")
     status, error = kaggle("run", "--run", "r", "--poll", "0.001", "--bundles", "attngeom-goat")
     assert status == 2 and "geom_goat_v_s0.npz: changed since the run finished (sha256 differs" in error
     assert not (tmp_path / "r" / "outputs" / "attngeom-goat-s0").exists()
     assert (tmp_path / "r" / ".incoming" / "attngeom-goat-s0").is_dir()  # kept for inspection
 
 
-def test_missing_output_file_is_named(fake):
-    serve_synthetic(fake)
-    produce = fake.on_push
-    fake.on_push = lambda slug, req: (
+def test_missing_output_file_is_named(fake_kaggle):
+    serve_synthetic(fake_kaggle)
+    produce = fake_kaggle.on_push
+    fake_kaggle.on_push = lambda slug, req: (
         produce(slug, req),
-        fake.kernel(slug).outputs.pop(f"{OUTPUT_DIR}/attngeom-goat/attn_goat_v_s0.npz"),
+        fake_kaggle.kernel(slug).outputs.pop(f"{OUTPUT_DIR}/attngeom-goat/attn_goat_v_s0.npz"),
     )
     status, error = kaggle("run", "--run", "r", "--poll", "0.001", "--bundles", "attngeom-goat")
     assert status == 2 and "attn_goat_v_s0.npz: listed in the run manifest but missing" in error
 
 
-def test_timeout_leaves_state_for_later(fake, tmp_path):
-    fake.kernel("reviewer/attngeom-goat-s0").states = ["QUEUED", "RUNNING"]
+def test_timeout_leaves_state_for_later(fake_kaggle, tmp_path):
+    fake_kaggle.kernel("reviewer/attngeom-goat-s0").states = ["QUEUED", "RUNNING"]
     status, error = kaggle("run", "--run", "r", "--poll", "0.001", "--timeout", "1", "--bundles", "attngeom-goat")
     assert status == 2 and "timed out" in error and "kaggle pull --out r" in error
     assert kaggle("status", "--run", "r") == (0, "")
@@ -227,12 +219,12 @@ def test_timeout_leaves_state_for_later(fake, tmp_path):
     assert state["kernels"][0]["state"] == "RUNNING"
 
 
-def test_credentials_absent(fake, monkeypatch, tmp_path):
+def test_credentials_absent(fake_kaggle, monkeypatch, tmp_path):
     monkeypatch.delenv("KAGGLE_USERNAME")
     monkeypatch.delenv("KAGGLE_KEY")
     status, error = kaggle("run", "--run", "r")
     assert status == 2 and "no usable Kaggle credentials" in error and "kaggle.json" in error
-    assert not fake.requests and not (tmp_path / "r" / kaggle_backend.STATE_FILE).exists()
+    assert not fake_kaggle.requests and not (tmp_path / "r" / kaggle_backend.STATE_FILE).exists()
     # Building needs no account when the user name is given; pushing does.
     assert kaggle("build", "--run", "b", "--username", "someone") == (0, "")
     assert (tmp_path / "b" / "kernels" / "attngeom-qk-s0" / "kernel-metadata.json").is_file()
@@ -240,11 +232,11 @@ def test_credentials_absent(fake, monkeypatch, tmp_path):
     assert status == 2 and "no usable Kaggle credentials" in error
 
 
-def test_command_line_through_a_proxy_to_the_default_endpoint(fake, tmp_path):
+def test_command_line_through_a_proxy_to_the_default_endpoint(fake_kaggle, tmp_path):
     """A fresh process, the client's own endpoint choice (http://localhost) and http_proxy to the fake."""
-    serve_synthetic(fake)
+    serve_synthetic(fake_kaggle)
     env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS}
-    env.update(http_proxy=fake.url, no_proxy="", PYTHONPATH=str(REPO / "src"))
+    env.update(http_proxy=fake_kaggle.url, no_proxy="", PYTHONPATH=str(REPO / "src"))
     cmd = [
         sys.executable,
         "-m",
@@ -263,17 +255,17 @@ def test_command_line_through_a_proxy_to_the_default_endpoint(fake, tmp_path):
     assert "Traceback" not in done.stderr
     assert (tmp_path / "r" / "report" / "REPORT.md").is_file()
     assert json.loads((tmp_path / "r" / "report" / "report.json").read_text())["tier"] == "rerun"
-    targets = [target for _, target in fake.requests]
+    targets = [target for _, target in fake_kaggle.requests]
     assert "http://localhost/api/v1/kernels.KernelsApiService/SaveKernel" in targets
-    assert all(t.startswith(("http://localhost/api/v1/", f"{fake.url}/files/")) for t in targets)
+    assert all(t.startswith(("http://localhost/api/v1/", f"{fake_kaggle.url}/files/")) for t in targets)
 
-    fake.push_error = "Your account is not allowed to use accelerators."
+    fake_kaggle.push_error = "Your account is not allowed to use accelerators."
     done = subprocess.run(cmd[:6] + ["r2"] + cmd[7:], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stderr.startswith("error: push reviewer/attngeom-goat-s0: Kaggle refused it")
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-def run_kernels_here(fake: FakeKaggle, tmp_path: Path, **env_vars: str) -> None:
+def run_kernels_here(fake_kaggle: FakeKaggle, tmp_path: Path, **env_vars: str) -> None:
     """The fake runs each pushed script as Kaggle would, on this machine, and serves its real output."""
 
     def execute(slug: str, request: dict) -> None:
@@ -287,28 +279,30 @@ def run_kernels_here(fake: FakeKaggle, tmp_path: Path, **env_vars: str) -> None:
         (working.parent / "input" / "mirror").symlink_to(MIRROR)  # as a dataset attached to the kernel
         env["ATTNGEOM_MIRROR"] = "../input/mirror"  # relative to where the kernel starts
         done = subprocess.run([sys.executable, str(script)], cwd=working, env=env, capture_output=True, text=True)
-        kernel = fake.kernel(slug)
+        kernel = fake_kaggle.kernel(slug)
         kernel.log = done.stdout + done.stderr
         if done.returncode != 0:
             kernel.states, kernel.failure_message = ["RUNNING", "ERROR"], f"exit status {done.returncode}"
         kernel.outputs = {p.relative_to(working).as_posix(): p.read_bytes() for p in working.rglob("*") if p.is_file()}
 
-    fake.on_push = execute
+    fake_kaggle.on_push = execute
 
 
 @pytest.mark.slow
-def test_run_end_to_end_with_the_real_kernel_script_training_an_ensemble_of_two(fake, tmp_path, capsys, monkeypatch):
+def test_run_end_to_end_with_the_real_kernel_script_training_an_ensemble_of_two(
+    fake_kaggle, tmp_path, capsys, monkeypatch
+):
     """The fake runs each pushed script as Kaggle would (smoke preset, `--members 2`): the kernel trains
     each member in a process of its own (the two GPUs of the T4 x2 machine, named by
     CUDA_VISIBLE_DEVICES; here both train on the CPU); the pull checks every member and writes
     ensemble.json, which `summary` and `bands` then take as a local ensemble's. (The script of one run
     trains for real in test_kaggle_kernel.py, and its pull is checked here with synthetic outputs.)"""
     estimates_here(monkeypatch)
-    run_kernels_here(fake, tmp_path, CUDA_VISIBLE_DEVICES="0,1")
+    run_kernels_here(fake_kaggle, tmp_path, CUDA_VISIBLE_DEVICES="0,1")
     argv = ("run", "--run", "r", "--poll", "0.01", "--preset", "smoke", "--bundles", "attngeom-goat", "--members", "2")
     status, error = kaggle(*argv)
     out = capsys.readouterr().out
-    log = fake.kernels["reviewer/attngeom-goat-s0"].log
+    log = fake_kaggle.kernels["reviewer/attngeom-goat-s0"].log
     assert status in (0, 1), f"{error}\n{log[-3000:]}"  # 0 or 1: the verdict on the smoke-trained members
     assert "members 0 on GPU 0" in log and "members 1 on GPU 1" in log and "--member-ids 1" in log
     assert "GPU quota: 0.0 h used of 30.0 h this week" in out

@@ -5,27 +5,23 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from fake_kaggle import FakeKaggle, point_client_at
+from helpers import REPO
 
 from attngeom.backends.kaggle_client import connect, push_kernel
 from attngeom.backends.kaggle_kernel import build_kernel, definitions, source_archive
 from attngeom.base.errors import InputError
 
-REPO = Path(__file__).resolve().parents[1]
 
-
-def test_wrong_credentials(monkeypatch, tmp_path):
-    with FakeKaggle() as fake:
-        point_client_at(fake, monkeypatch, tmp_path / "home")
-        monkeypatch.setenv("KAGGLE_KEY", "wrong")
-        defn = definitions()["attngeom-goat"]
-        folder = build_kernel(defn, fake.username, 0, tmp_path / "k", "smoke", source_archive())
-        with pytest.raises(InputError, match=r"refused the credentials \(HTTP 401\)"):
-            push_kernel(connect(), defn.kernel_id(fake.username, 0), folder, 60, "NvidiaTeslaT4")
-        assert fake.requests and not fake.kernels  # the fake refused it
+def test_wrong_credentials(fake_kaggle, monkeypatch, tmp_path):
+    fake = fake_kaggle
+    monkeypatch.setenv("KAGGLE_KEY", "wrong")
+    defn = definitions()["attngeom-goat"]
+    folder = build_kernel(defn, fake.username, 0, tmp_path / "k", "smoke", source_archive())
+    with pytest.raises(InputError, match=r"refused the credentials \(HTTP 401\)"):
+        push_kernel(connect(), defn.kernel_id(fake.username, 0), folder, 60, "NvidiaTeslaT4")
+    assert fake.requests and not fake.kernels  # the fake refused it
 
 
 def test_missing_six_is_explained(tmp_path):

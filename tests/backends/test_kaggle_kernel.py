@@ -12,7 +12,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from fake_kaggle import FakeKaggle, point_client_at
+from helpers import REPO
 
 from attngeom.backends.kaggle_client import connect
 from attngeom.backends.kaggle_kernel import (
@@ -32,7 +32,6 @@ from attngeom.bundles.layout import load_models
 from attngeom.training.local_run import BUNDLES
 from attngeom.training.runs import require_complete
 
-REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("ATTNGEOM_MIRROR") or REPO.parent / "shared" / "mirror").resolve()  # from the start
 
 
@@ -69,26 +68,25 @@ def test_bad_username_is_refused():
         kernel_metadata(definitions()["attngeom-qk"], "a/b", 0)
 
 
-def test_metadata_passes_the_clients_own_checks(archive, monkeypatch, tmp_path):
+def test_metadata_passes_the_clients_own_checks(fake_kaggle, archive, monkeypatch, tmp_path):
     """Push a built kernel with the real client: it checks id, slug, title, code file, language, type."""
-    with FakeKaggle() as fake:
-        point_client_at(fake, monkeypatch, tmp_path / "home")
-        api = connect()
-        for name, defn in definitions().items():
-            folder = build_kernel(defn, fake.username, 0, tmp_path / name, "paper", archive)
-            printed = io.StringIO()
-            with contextlib.redirect_stdout(printed):
-                reply = api.kernels_push(str(folder))
-            assert not reply.error and "does not resolve to the specified id" not in printed.getvalue()
-            sent = fake.kernels[f"{fake.username}/{name}-s0"].pushes[0]
-            assert sent["slug"] == f"{fake.username}/{name}-s0" and sent["newTitle"] == f"{name}-s0"
-            assert (sent["language"], sent["kernelType"]) == ("python", "script")
-            assert sent["text"] == (folder / CODE_FILE).read_text()
-        # The same checks do reject a broken definition, so passing them means something.
-        meta = json.loads((folder / METADATA_FILE).read_text())
-        (folder / METADATA_FILE).write_text(json.dumps({**meta, "kernel_type": "notebook-ish"}))
-        with pytest.raises(ValueError, match="valid kernel type"):
-            api.kernels_push(str(folder))
+    fake = fake_kaggle
+    api = connect()
+    for name, defn in definitions().items():
+        folder = build_kernel(defn, fake.username, 0, tmp_path / name, "paper", archive)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            reply = api.kernels_push(str(folder))
+        assert not reply.error and "does not resolve to the specified id" not in printed.getvalue()
+        sent = fake.kernels[f"{fake.username}/{name}-s0"].pushes[0]
+        assert sent["slug"] == f"{fake.username}/{name}-s0" and sent["newTitle"] == f"{name}-s0"
+        assert (sent["language"], sent["kernelType"]) == ("python", "script")
+        assert sent["text"] == (folder / CODE_FILE).read_text()
+    # The same checks do reject a broken definition, so passing them means something.
+    meta = json.loads((folder / METADATA_FILE).read_text())
+    (folder / METADATA_FILE).write_text(json.dumps({**meta, "kernel_type": "notebook-ish"}))
+    with pytest.raises(ValueError, match="valid kernel type"):
+        api.kernels_push(str(folder))
 
 
 def test_source_archive_is_reproducible_and_carries_the_package_and_lock():

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from fake_kaggle import FakeKaggle, point_client_at, settings_of, synthetic_output
-from fake_kaggle import kaggle_command as kaggle
+from helpers.kaggle import FakeKaggle, settings_of, synthetic_output
+from helpers.kaggle import kaggle_command as kaggle
 
 from attngeom.backends import kaggle as kaggle_backend
 from attngeom.backends import kaggle_client
@@ -24,20 +24,17 @@ GOAT = "reviewer/attngeom-goat-s0"
 
 
 @pytest.fixture
-def fake(monkeypatch, tmp_path):
-    """A fake Kaggle whose kernels produce a synthetic bundle stamped with the pushing run's id."""
-    monkeypatch.setattr(kaggle_client, "RETRY_WAIT_S", (0.001, 0.01))  # the backoff's shape, not its minutes
+def fake(fake_kaggle, monkeypatch):
+    """The fake Kaggle (conftest's `fake_kaggle`) whose kernels produce a synthetic bundle stamped with the
+    pushing run's id; a pulled run is not judged."""
     monkeypatch.setattr(kaggle_backend, "judge", lambda run, state: 0)
-    with FakeKaggle() as server:
-        point_client_at(server, monkeypatch, tmp_path / "home")
-        monkeypatch.chdir(tmp_path)
 
-        def produce(slug: str, request: dict) -> None:
-            run_id = settings_of(request["text"])["RUN_ID"]
-            server.kernel(slug).outputs = synthetic_output("attngeom-goat", ("goat_v",), 0, run_id=run_id)
+    def produce(slug: str, request: dict) -> None:
+        run_id = settings_of(request["text"])["RUN_ID"]
+        fake_kaggle.kernel(slug).outputs = synthetic_output("attngeom-goat", ("goat_v",), 0, run_id=run_id)
 
-        server.on_push = produce
-        yield server
+    fake_kaggle.on_push = produce
+    return fake_kaggle
 
 
 def run_id_of(run) -> str:
@@ -151,13 +148,22 @@ def test_a_version_the_kernel_does_not_have_is_404_within_a_bounded_wait(fake, m
     ("option", "refusal"),
     [
         (("--accelerator", "NvidiaTeslaK80"), "Invalid machine shape 'NvidiaTeslaK80'"),
-        (("--timeout", "43201"), "exceeds the maximum of 43200 s"),
+        (("--accelerator", "NvidiaTeslaP4"), "Invalid machine shape 'NvidiaTeslaP4'"),
     ],
 )
 def test_a_validation_error_in_the_push_reply_stops_the_push(fake, option, refusal):
     assert kaggle("build", "--run", "r", "--bundles", "attngeom-goat") == (0, "")
     status, error = kaggle("push", "--run", "r", *option)
     assert status == 2 and "Kaggle refused it" in error and refusal in error
+    assert not fake.kernels.get(GOAT, None) or not fake.kernels[GOAT].pushes
+
+
+def test_a_kernel_time_kaggle_would_refuse_is_refused_before_any_push(fake, capsys):
+    from attngeom import cli
+
+    assert kaggle("build", "--run", "r", "--bundles", "attngeom-goat") == (0, "")
+    assert cli.main(["kaggle", "push", "--out", "r", "--timeout", "43201"]) == 2
+    assert "from 1 to 43200, got 43201" in capsys.readouterr().err
     assert not fake.kernels.get(GOAT, None) or not fake.kernels[GOAT].pushes
 
 

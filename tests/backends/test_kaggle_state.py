@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from attngeom.backends.kaggle_state import STATE_FILE, load_state, save_state
 from attngeom.base.errors import InputError
 
-REPO = Path(__file__).resolve().parents[1]
 KERNEL = {
     "bundle": "attngeom-goat",
     "seed": 0,

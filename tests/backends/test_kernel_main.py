@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from attngeom.backends import kernel_main
 from attngeom.backends.kaggle_kernel import definitions, kernel_script
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_lock_entry_is_the_pin_and_its_hashes_only(tmp_path):

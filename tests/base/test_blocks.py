@@ -90,7 +90,7 @@ def test_each_raises_an_items_error_as_the_loop_would():
 
 def test_the_windows_pass_on_the_cores_gives_the_values_of_one_core(monkeypatch, tmp_path, published_root):
     """Threads change where the work runs, never a value: results.json's robustness section is the same."""
-    from bundle_tools import add_windows, copy_published
+    from helpers.bundles import add_windows, copy_published
 
     from attngeom.bundles import layout
     from attngeom.judgement import robustness

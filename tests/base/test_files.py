@@ -9,14 +9,12 @@ import os
 import subprocess
 from pathlib import Path
 
-import mounts
 import numpy as np
 import pytest
+from helpers import REPO
 
 from attngeom.base import files
 from attngeom.base.errors import InputError
-
-tmpfs = mounts.tmpfs  # the fixture
 
 
 def test_sha256_file_is_hashlib_of_the_bytes(tmp_path: Path):
@@ -82,12 +80,12 @@ def test_an_output_that_is_not_a_regular_file_is_refused_and_left_as_it_was(tmp_
 def test_every_writer_of_a_named_output_refuses_a_device(tmp_path: Path):
 
     device = _special(tmp_path)["character device"]
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     ensemble = repo / "expected" / "measured" / "ensemble-step1200.json"
     for cmd in (
         ["bands", str(ensemble), "--write", str(device)],
-        ["summary", str(tmp_path), "--out", str(device)],
-        ["summary", str(tmp_path), "--out", str(tmp_path / "s.json"), "--together", str(device)],
+        ["summary", str(tmp_path / "run"), "--out", str(device)],
+        ["summary", str(tmp_path / "run"), "--out", str(tmp_path / "s.json"), "--together", str(device)],
         ["bench", "train", "--quick", "--json", str(device)],
         ["bench", "verify", "--json", str(device)],
         ["fidelity", "--out", str(device)],
@@ -102,7 +100,7 @@ def test_every_writer_of_a_named_output_refuses_a_device(tmp_path: Path):
 
 def test_an_output_past_the_file_size_limit_is_2_with_its_path(tmp_path: Path):
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = REPO
     out = tmp_path / "rerun.json"
     ensemble = repo / "expected" / "measured" / "ensemble-step1200.json"
     script = f'ulimit -f 1; exec "{repo / "reproduce.sh"}" bands "{ensemble}" --write "{out}"'

@@ -5,12 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import mounts
 import pytest
 
 from attngeom.base import files
-
-tmpfs = mounts.tmpfs  # the fixture
 
 
 def _tree(folder: Path) -> dict[str, str]:

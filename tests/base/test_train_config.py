@@ -18,3 +18,7 @@ def test_preset_names_are_the_presets():
 def test_a_configuration_survives_the_manifest():
     cfg = train_config.preset("smoke", steps=45, lr=1e-3, stop_after=30)
     assert train_config.TrainConfig.from_dict(asdict(cfg)) == cfg
+
+
+def test_preset_names_match_the_presets():
+    assert train_config.PRESET_NAMES == tuple(train_config.PRESETS)

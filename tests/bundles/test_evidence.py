@@ -2,7 +2,7 @@ import json
 from pathlib import Path
 
 import pytest
-from bundle_tools import QK, copy_published, stop_after
+from helpers.bundles import QK, copy_published, stop_after
 
 from attngeom.base.errors import InputError
 from attngeom.base.fetch import PUBLISHED_BUNDLES

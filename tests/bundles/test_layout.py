@@ -5,11 +5,13 @@ import zipfile
 
 import numpy as np
 import pytest
-from bundle_tools import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz
+from helpers.bundles import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz
 
+from attngeom.base import schema, train_config
 from attngeom.base.errors import InputError
 from attngeom.base.variants import PUBLISHED
 from attngeom.bundles import arrays, layout
+from attngeom.training import train
 
 
 @pytest.fixture()
@@ -299,3 +301,52 @@ def test_a_telemetry_only_bundle_loads_its_maps_and_a_bad_map_is_one_clear_error
     rewrite_npz(path, step1200=bad)
     with pytest.raises(InputError, match="attn_yat_b_s0.npz.*step1200"):
         layout.load_telemetry(folder, "yat_b")
+
+
+def _result(seed: int, curve: list[dict]) -> train.RunResult:
+    """What training leaves behind, reduced to what the run JSON reads."""
+    return train.RunResult(
+        variant="yat_b",
+        seed=seed,
+        lr=3e-3,
+        losses=np.zeros(2),
+        curve=curve,
+        tokens_T=np.zeros(4, np.int32),
+        prompt="abcd",
+        maps={},
+        windows_WT=None,
+        window_maps={},
+        q_WLHTD=None,
+        k_WLHTD=None,
+        q_LHTD=None,
+        k_LHTD=None,
+        attn_LHTT=None,
+        score_max=[1.0] if curve else [],
+        b_LH=np.ones((1, 2)),
+        eps_LH=np.ones((1, 2)),
+        wall_s=0.0,
+    )
+
+
+def test_run_json_summarises_every_seed():
+    doc = layout.run_json(
+        [_result(0, [{"step": 2, "val": 1.0}]), _result(1, [{"step": 2, "val": 2.0}])], train_config.PRESETS["smoke"]
+    )
+    assert doc["summary"]["yat_b"]["best_val_mean"] == 1.5 and doc["summary"]["yat_b"]["best_val_std"] == 0.5
+    assert [list(r)[:6] for r in doc["runs"]][0] == ["variant", "seed", "best_val", "bpc", "curve", "score_max"]
+    assert doc["runs"][1]["b_learned"] == [[1.0, 1.0]]
+
+
+def test_a_run_stopped_before_its_first_evaluation_says_so_in_its_run_json():
+    cfg = train_config.preset("paper", stop_after=2)
+    doc = layout.run_json([_result(0, [])], cfg)
+    assert {k: doc["runs"][0][k] for k in ("best_val", "bpc", "curve", "score_max")} == {
+        "best_val": None,
+        "bpc": None,
+        "curve": [],
+        "score_max": [],
+    }
+    assert doc["summary"]["yat_b"] == {"best_val_mean": None, "best_val_std": None, "bpc_mean": None}
+    schema.check(json.loads(json.dumps(doc)), schema.RUN_JSON, "run JSON")  # the reader accepts it
+    seeds = layout.run_json([_result(0, []), _result(1, [{"step": 500, "val": 2.0}])], cfg)["summary"]["yat_b"]
+    assert seeds["best_val_mean"] == 2.0  # over the seeds that reached an evaluation

@@ -24,9 +24,10 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from bundle_tools import rewrite_npz, write_bundle, write_manifest
 from flax import nnx
-from hypothesis import HealthCheck, assume, example, given, settings
+from helpers.bundles import rewrite_npz, write_bundle, write_manifest
+from helpers.properties import FAST, D, H, T
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from attngeom.base.errors import InputError
@@ -38,9 +39,7 @@ from attngeom.jobs.verify import run_verify
 from attngeom.measures import stats
 from attngeom.training.model import Attention
 
-T, H, D = 5, 2, 2  # rows 0 (causal) and 1 (strict) have one key; T >= bundles.MIN_WINDOW
 C = H * D
-FAST = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 VARIANTS = (*TRAINABLE, "yat")  # yat (b = 0, eps = 1) is not trained here: its maps come from `laws`
 # float16 values: ties and identical keys from a few integers, else anything float16 holds up to 1e3
 # (subnormals that round or flush to zero included; k = s q + c stays far below 65504)

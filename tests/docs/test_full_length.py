@@ -6,14 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from test_summary import two_runs  # noqa: F401 (the fixture)
 
 from attngeom import cli
 from attngeom.docs import full_length
 
 
 @pytest.fixture(scope="module")
-def kept(two_runs, tmp_path_factory) -> Path:  # noqa: F811
+def kept(two_runs, tmp_path_factory) -> Path:
     """The two full-length runs summarised into one file, their bundles kept and judged together, with
     segments of known steps and wall times."""
     root = tmp_path_factory.mktemp("full")

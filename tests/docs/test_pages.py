@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import REPO
 
 from attngeom import __version__
 from attngeom.docs import pages as docs
-
-REPO = Path(__file__).resolve().parents[1]
 
 # CFF 1.2.0 (citation-file-format.github.io/1.2.0/schema): the keys a file may hold at its root and in a
 # reference, those it must hold, and the reference types used here.

@@ -1,5 +1,5 @@
 """export_rounding: exports lie in the interval the exported numbers fix (the model's own, at the laws'
-edges: tests/test_acceptance.py), the interval is tight, and a weight outside it is caught."""
+edges: tests/bundles/test_layout_acceptance.py), the interval is tight, and a weight outside it is caught."""
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ H, T, D = 2, 12, 8
 def bundle_of(q32: np.ndarray, k32: np.ndarray, b: list[float], eps: list[float], strict: bool) -> BundleModel:
     """One layer of a kernel model from float32 q and k (H, T, D) and b, eps per head: its weights from the
     laws in float64, then q, k and the weights rounded to float16 as telemetry exports them (the model's
-    own float32 outputs: tests/test_acceptance.py)."""
+    own float32 outputs: tests/bundles/test_layout_acceptance.py)."""
     T_ = q32.shape[-2]
     b32, eps32 = np.float32([b]), np.float32([eps])
     q, k = q32.astype(np.float64)[None], k32.astype(np.float64)[None]

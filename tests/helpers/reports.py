@@ -1,4 +1,4 @@
-"""The command line in a subprocess, and the check that a report folder holds one run's set."""
+"""The command line in a subprocess, the check that a report folder holds one run's set, and a GIF's frames."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 from PIL import Image
 
 from attngeom.judgement import expected, judge
 from attngeom.judgement.claims import CLAIM_FUNCTIONS
 
-REPO = Path(__file__).resolve().parents[1]
+from . import REPO
 
 
 def command(*args: str | bytes) -> list:
@@ -74,3 +75,13 @@ def assert_consistent_set(out: Path) -> dict:
 def stray_temporaries(folder: Path) -> list[Path]:
     """Temporary files or folders the writers left behind under `folder`."""
     return [p for p in folder.rglob("*") if p.name.startswith(".") and p.name.endswith((".tmp", ".old"))]
+
+
+def gif_frames(path: Path) -> list[np.ndarray]:
+    """Every frame of a GIF, as RGB arrays."""
+    with Image.open(path) as gif:
+        out = []
+        for i in range(gif.n_frames):
+            gif.seek(i)
+            out.append(np.asarray(gif.convert("RGB")))
+        return out

@@ -12,11 +12,21 @@ from pathlib import Path
 
 import numpy as np
 
+from attngeom.base.train_config import ModelConfig, TrainConfig
 from attngeom.base.variants import BUNDLES
 from attngeom.bundles.layout import RUN_JSON
 from attngeom.training import runs
 
 SMOKE_SEEDS = (0, 1, 2)
+TINY = TrainConfig(
+    model=ModelConfig(d_model=16, layers=2, heads=2, seq_len=16, d_ff=32),
+    batch=4,
+    steps=23,
+    eval_every=10,
+    val_batches=2,
+    chunk=4,
+)
+"""A model and schedule small enough to train in a test: 23 steps of two layers, evaluated every 10."""
 XLA_ISAS = {"default": "", "SSE4_2": "--xla_cpu_max_isa=SSE4_2"}
 """The CPU code generations the trained tests run under: the machine's own and XLA's oldest x86 target.
 Their float32 round-off differs (on an AVX-512 Intel, a 512x512 matmul, tanh and sum gives 81.831596 by

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.expected import current_rerun
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,13 +52,9 @@ def _summary(members: dict[str, list[float]], step: int = 1200) -> dict:
     return {"what": "", "runs": runs}
 
 
-def _current() -> dict:
-    return schema.read_json(expected.EXPECTED_DIR / "rerun.json", schema.RERUN_JSON)
-
-
 def test_a_derived_band_covers_every_member_and_one_moved_outside_it_fails():
     members = [47.4, 49.1, 50.2, 52.6]
-    new = bands.derive(_current(), _summary({"yat_b": members}), 1200, "expected/measured/x.json")
+    new = bands.derive(current_rerun(), _summary({"yat_b": members}), 1200, "expected/measured/x.json")
     band = new["steps"]["1200"]["occupancy"]["models"]["yat_b"]
     published, t = band["published"], band["tolerance"]
     assert band["ensemble"]["members"] == members and "expected/measured/x.json" in band["reason"]
@@ -67,20 +64,23 @@ def test_a_derived_band_covers_every_member_and_one_moved_outside_it_fails():
     moved = published + (t + 0.01) * (1 if farthest > published else -1)
     assert not judge.passes(moved, how)  # the member moved just outside the band: the verdict flips
     kept = new["steps"]["1200"]["occupancy"]["models"]["softmax"]
-    assert kept == _current()["steps"]["1200"]["occupancy"]["models"]["softmax"]  # no ensemble: the band stays
-    assert new["steps"]["1200"]["entropy"] == _current()["steps"]["1200"]["entropy"]
+    assert kept == current_rerun()["steps"]["1200"]["occupancy"]["models"]["softmax"]  # no ensemble: the band stays
+    assert new["steps"]["1200"]["entropy"] == current_rerun()["steps"]["1200"]["entropy"]
     schema.check(new, schema.RERUN_JSON, "derived")
 
 
 def test_an_ensemble_of_fewer_than_four_members_or_two_of_one_model_derives_nothing():
     for n in (1, 2, 3):  # the literal counts, not the constant's range: the rule says four
-        assert bands.derive(_current(), _summary({"yat_b": [50.0 + i for i in range(n)]}), 1200, "x") == _current()
-    four = bands.derive(_current(), _summary({"yat_b": [50.0 + i for i in range(4)]}), 1200, "x")
+        assert (
+            bands.derive(current_rerun(), _summary({"yat_b": [50.0 + i for i in range(n)]}), 1200, "x")
+            == current_rerun()
+        )
+    four = bands.derive(current_rerun(), _summary({"yat_b": [50.0 + i for i in range(4)]}), 1200, "x")
     assert four["steps"]["1200"]["occupancy"]["models"]["yat_b"]["ensemble"]["members"] == [50.0, 51.0, 52.0, 53.0]
     doc = _summary({"yat_b": [1.0, 2.0]})
     doc["runs"]["again"] = copy.deepcopy(doc["runs"]["ens-yat_b"])
     with pytest.raises(Exception, match="two ensembles of yat_b"):
-        bands.derive(_current(), doc, 1200, "x")
+        bands.derive(current_rerun(), doc, 1200, "x")
 
 
 def test_overlaps_name_only_the_pairs_the_posts_compare():
@@ -103,7 +103,7 @@ def test_the_bands_command_prints_and_writes_the_derived_bands(tmp_path, capsys)
     out = tmp_path / "rerun.json"
     assert cli.main(["bands", str(summary), "--source", "expected/measured/x.json", "--write", str(out)]) == 0
     printed = capsys.readouterr().out
-    now = _current()["steps"]["1200"]["occupancy"]["models"]["yat_b"]["tolerance"]
+    now = current_rerun()["steps"]["1200"]["occupancy"]["models"]["yat_b"]["tolerance"]
     assert f"yat_b    published 51.0417    ± {now:g} -> ± 5.9 (ensemble)" in printed
     written = schema.read_json(out, schema.RERUN_JSON)
     assert written["steps"]["1200"]["occupancy"]["models"]["yat_b"]["tolerance"] == 5.9
@@ -132,9 +132,9 @@ def test_the_committed_step_1200_reruns_are_judged_again_on_their_summaries():
     """The three CPU reruns of paper-step1200.json against the bands in force (yat_b's derived from its
     ensemble), and against the band of 2 it replaced, which refused yat_b's 47.42 distinct winners."""
     kept = schema.read_json(expected.REPO / "expected" / "measured" / "paper-step1200.json", schema.SUMMARY_JSON)
-    now = {(m, s): inside for _, m, s, *_, inside in bands.judge_summaries(kept, _current(), 1200)}
+    now = {(m, s): inside for _, m, s, *_, inside in bands.judge_summaries(kept, current_rerun(), 1200)}
     assert len(now) == 6 and all(now.values())
-    narrow = copy.deepcopy(_current())
+    narrow = copy.deepcopy(current_rerun())
     narrow["steps"]["1200"]["occupancy"]["models"]["yat_b"]["tolerance"] = 2.0
     before = {(m, s): inside for _, m, s, *_, inside in bands.judge_summaries(kept, narrow, 1200)}
     assert not before["yat_b", "occupancy"] and before["softmax", "occupancy"] and before.keys() == now.keys()
@@ -145,7 +145,7 @@ def test_the_step_1200_bands_are_those_the_committed_ensembles_derive():
     to the file without deriving the bands again (`./reproduce.sh bands ... --write`) fails here."""
     source = "expected/measured/ensemble-step1200.json"
     kept = schema.read_json(expected.REPO / source, schema.SUMMARY_JSON)
-    assert bands.derive(_current(), kept, 1200, source) == _current()
+    assert bands.derive(current_rerun(), kept, 1200, source) == current_rerun()
 
 
 def _spread_of(doc: dict) -> dict:
@@ -188,7 +188,7 @@ def test_bands_judge_exits_1_when_a_judged_run_lies_outside_its_band(tmp_path, c
     inside, outside = tmp_path / "inside.json", tmp_path / "outside.json"
     inside.write_text(json.dumps(kept))
     name, run = next((n, r) for n, r in kept["runs"].items() if "yat_b_s0" in r.get("statistics", {}))
-    band = _current()["steps"]["1200"]["occupancy"]["models"]["yat_b"]
+    band = current_rerun()["steps"]["1200"]["occupancy"]["models"]["yat_b"]
     run["statistics"]["yat_b_s0"]["run"]["distinct_winners"]["1200"] = band["published"] + band["tolerance"] + 0.5
     outside.write_text(json.dumps(kept))
     assert cli.main(["bands", str(source), "--judge", str(inside)]) == 0
@@ -198,7 +198,7 @@ def test_bands_judge_exits_1_when_a_judged_run_lies_outside_its_band(tmp_path, c
 
 
 def test_a_summary_judged_again_skips_what_no_band_of_the_step_judges():
-    rerun_doc = copy.deepcopy(_current())
+    rerun_doc = copy.deepcopy(current_rerun())
     del rerun_doc["steps"]["1200"]["entropy"]["models"]["goat_v"]
     occupancy, entropy = (rerun_doc["steps"]["1200"][k]["models"] for k in ("occupancy", "entropy"))
 
@@ -272,7 +272,7 @@ def test_the_bands_command_line_says_what_each_option_takes(tmp_path):
         None,
     )
     assert parser.parse_args(["bands", "s.json", "--write", str(tmp_path / "r.json")]).write == tmp_path / "r.json"
-    assert parser.parse_args(["bands", "s.json"]).step == 1200
+    assert parser.parse_args(["bands", "s.json"]).step is None  # the job takes bands.DEFAULT_STEP, 1200
 
 
 def test_a_spread_is_its_members_to_a_billionth_or_to_1e_12_near_zero():
@@ -296,12 +296,12 @@ def test_a_spread_is_its_members_to_a_billionth_or_to_1e_12_near_zero():
         bands.ensembles_at(at([0.0, 0.0, 0.0, 1.0], mean=0.75), 1200, "ensemble.json")
     assert bands.ensembles_at(at(members), 600) == {"yat_b": {}}  # no value at that step
     with pytest.raises(InputError) as e:
-        bands.derive(_current(), at(members), 7, "x")
+        bands.derive(current_rerun(), at(members), 7, "x")
     assert str(e.value) == "rerun.json has no bands at step 7"
 
 
 def test_a_derived_band_names_its_source_in_its_reason_and_its_ensemble():
-    new = bands.derive(_current(), _summary({"yat_b": [47.4, 49.1, 50.2, 52.6]}), 1200, "expected/measured/x.json")
+    new = bands.derive(current_rerun(), _summary({"yat_b": [47.4, 49.1, 50.2, 52.6]}), 1200, "expected/measured/x.json")
     band = new["steps"]["1200"]["occupancy"]["models"]["yat_b"]
     assert band["ensemble"]["source"] == "expected/measured/x.json"
     assert band["reason"].startswith("the spread of 4 trajectories of this run on one CPU (expected/measured/x.json: ")
@@ -341,5 +341,5 @@ def test_ensembles_skip_plain_runs_and_models_of_other_runs_and_name_their_file(
     with pytest.raises(
         InputError, match=r"^expected/measured/x.json: ens-yat_b yat_b_s0 distinct_winners at step 1200"
     ):
-        bands.derive(_current(), doc, 1200, "expected/measured/x.json")
-    assert bands.judge_summaries(doc, _current(), 7) == []  # no band at that step
+        bands.derive(current_rerun(), doc, 1200, "expected/measured/x.json")
+    assert bands.judge_summaries(doc, current_rerun(), 7) == []  # no band at that step

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from test_bands import _current
+from helpers.expected import current_rerun
 
 from attngeom import cli
 from attngeom.base import schema
@@ -26,17 +26,17 @@ def _final_section(values: list[float], judged: float = 53.9583) -> dict:
 
 
 def test_a_final_band_lists_each_full_length_trajectory_and_whether_it_covers_it():
-    doc, lines = bands.final_measured(_current(), _final_section([52.9, 59.0, 59.5][:2]), expected.load_claims())
+    doc, lines = bands.final_measured(current_rerun(), _final_section([52.9, 59.0, 59.5][:2]), expected.load_claims())
     band = doc["claims"]["occupancy.yat_b.final"]
     assert band["measured"] == [
         {"trajectory": bands.PUBLISHED_BUNDLES, "value": 53.9583, "covered": True},
         {"trajectory": "t0", "value": 52.9, "covered": True},
         {"trajectory": "t1", "value": 59.0, "covered": True},  # 54 + 5: the band's edge, binary-exact, inside
     ]
-    assert band["tolerance"] == _current()["claims"]["occupancy.yat_b.final"]["tolerance"] == 5.0  # 3 of 4: kept
+    assert band["tolerance"] == current_rerun()["claims"]["occupancy.yat_b.final"]["tolerance"] == 5.0  # 3 of 4: kept
     assert "kept: 3 of the 4" in lines["occupancy.yat_b.final"]
     assert band["reason"] == (  # the reason in force, then every trajectory checked: a second --final rewrites the end
-        _current()["claims"]["occupancy.yat_b.final"]["reason"].split(bands.CHECKED)[0]
+        current_rerun()["claims"]["occupancy.yat_b.final"]["reason"].split(bands.CHECKED)[0]
         + bands.CHECKED
         + "the published bundles 53.9583 inside; t0 52.9 inside; t1 59 inside"
     )
@@ -48,18 +48,18 @@ def test_a_final_band_lists_each_full_length_trajectory_and_whether_it_covers_it
         and again["claims"]["occupancy.yat_b.final"]["reason"].count(bands.CHECKED) == 1
     )
     assert "measured" not in doc["claims"]["setup.layers"]  # not a statistic of the final step
-    outside = bands.final_measured(_current(), _final_section([59.5]), expected.load_claims())[0]
+    outside = bands.final_measured(current_rerun(), _final_section([59.5]), expected.load_claims())[0]
     assert outside["claims"]["occupancy.yat_b.final"]["measured"][1]["covered"] is False
 
 
 def test_each_final_band_measured_is_one_line_and_the_others_are_left_as_they_are():
-    current, section = _current(), _final_section([52.9, 59.5])
+    current, section = current_rerun(), _final_section([52.9, 59.5])
     section["claims"]["entropy.yat_b"] = {"kind": "statistic", "model": "yat_b", "step": 12000, "judged": None}
     section["claims"]["entropy.yat_b"]["values"] = []
     section["claims"]["entropy.softmax"] = {"kind": "statistic", "step": 1200, "judged": 0.49, "values": []}
     section["claims"]["occupancy.softmax.final"] = {"kind": "theorem", "step": 12000, "judged": 72, "values": []}
     doc, lines = bands.final_measured(current, section, expected.load_claims())
-    assert current == _current()  # the document read is not changed: the new one is a copy
+    assert current == current_rerun()  # the document read is not changed: the new one is a copy
     kept = "kept: {} of the 4 full-length trajectories a band is derived from"
     assert list(lines.values()) == [  # in the order of rerun.json
         f"{'entropy.yat_b':28} abs 0.03: none measured ({kept.format(0)})",
@@ -80,7 +80,7 @@ def test_each_final_band_measured_is_one_line_and_the_others_are_left_as_they_ar
 
 def test_four_full_length_trajectories_re_derive_a_final_band_that_covers_every_one():
     values = [53.5, 54.4, 53.1]  # and the published bundles' 53.9583: four
-    doc, lines = bands.final_measured(_current(), _final_section(values), expected.load_claims())
+    doc, lines = bands.final_measured(current_rerun(), _final_section(values), expected.load_claims())
     band = doc["claims"]["occupancy.yat_b.final"]
     assert lines["occupancy.yat_b.final"].endswith(" inside (re-derived)"), lines
     how = judge.Judgement(54, "abs", band["tolerance"], band["reason"])
@@ -97,7 +97,8 @@ def test_four_full_length_trajectories_re_derive_a_final_band_that_covers_every_
 def _report_base() -> dict:
     """What a report.json has besides its `trajectories`."""
     base = {"summary": {"passed": 1, "failed": 0, "skipped": 0, "verdict": "PASS"}, "tier": "published", "claims": []}
-    return base | {"provenance": {"inputs": {}}}
+    evidence = {"kind": "published bundles", "why": "every file pinned", "scope": "all", "stopped_after": None}
+    return base | {"provenance": {"inputs": {}}, "evidence": evidence | {"line": "evidence: published bundles"}}
 
 
 def test_bands_final_exits_1_when_a_trajectory_lies_outside_and_2_on_a_report_without_the_section(tmp_path, capsys):
@@ -151,7 +152,7 @@ def test_bands_reads_each_file_through_its_schema(tmp_path, monkeypatch, capsys)
     copied.mkdir()
     for path in expected.EXPECTED_DIR.glob("*.json"):
         (copied / path.name).write_bytes(path.read_bytes())
-    rerun_doc = _current()
+    rerun_doc = current_rerun()
     rerun_doc["claims"]["setup.layers"]["note"] = "a field no band has"
     (copied / "rerun.json").write_text(json.dumps(rerun_doc))
     monkeypatch.setattr(expected, "EXPECTED_DIR", copied)

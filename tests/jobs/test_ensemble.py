@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.runs import interrupt_training, restore_device_settings, same_as_the_whole_run, trained_in_process
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trained_runs import interrupt_training, restore_device_settings, same_as_the_whole_run, trained_in_process
 
 from attngeom import cli
 from attngeom.jobs import ensemble

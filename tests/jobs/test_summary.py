@@ -6,57 +6,15 @@ import json
 import shutil
 from pathlib import Path
 
-import mounts
-import numpy as np
 import pytest
-from bundle_tools import copy_published, rewrite_npz, stop_after
+from helpers import REPO
+from helpers.bundles import copy_published, stop_after
+from helpers.summaries import even_row, finished_manifest
 
 from attngeom import cli
 from attngeom.base.files import sha256_file
 from attngeom.jobs.summary import _verdicts, judged_runs, shown_command
 from attngeom.training import runs
-
-REPO = Path(__file__).resolve().parents[1]
-tmpfs = mounts.tmpfs  # the fixture
-
-
-def _manifest(**changes) -> dict:
-    doc = {
-        "completed": True,
-        "config": {
-            "preset": "paper",
-            "variants": ["softmax"],
-            "seeds": [0],
-            "train": {"steps": 12000, "stop_after": 1200},
-        },
-        "files": {},
-        "stopped_after": 1200,
-        "platform": "Linux-x86_64",
-        "machine": "Linux-x86_64 (x86_64, some CPU, 2 cores)",
-        "command": "python -m attngeom rerun --preset paper --stop-after 1200 --variants softmax --out /runs/s --quiet",
-        "wall_s": 5000.0,
-        "trajectory": {"cpu": "some CPU (0123)", "cores": 2, "training_code": "ab" * 32},
-        "segments": [
-            {
-                "machine": "A",
-                "cpu": "some CPU (0123)",
-                "from_steps": {"softmax_s0": 0},
-                "to_steps": {"softmax_s0": 500},
-            },
-            {"machine": "A", "from_steps": {"softmax_s0": 500}, "to_steps": {"softmax_s0": 1200}, "wall_s": 9.5},
-        ],
-    }
-    return doc | changes
-
-
-def _even_row(run: Path) -> int:
-    """Weigh the six keys of one row of the softmax step-1200 map evenly (still a distribution); return the map's size."""
-    attn = run / "kgl_blog-attngeom-qk" / "attn_softmax_s0.npz"
-    with np.load(attn) as z:
-        step = z["step1200"].copy()
-    step[0, 0, 5, :6] = np.float16(1 / 6)
-    rewrite_npz(attn, step1200=step)
-    return step.size
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +22,7 @@ def judged_run(tmp_path_factory, published_root) -> Path:
     """The published bundles cut at step 1200 as a finished stopped run of softmax, judged into RUN/report."""
     run = copy_published(published_root, tmp_path_factory.mktemp("summary") / "softmax")
     stop_after(run, 1200)
-    (run / runs.MANIFEST).write_text(json.dumps(_manifest()))
+    (run / runs.MANIFEST).write_text(json.dumps(finished_manifest()))
     assert cli.main(["--bundles", str(run), "--variants", "softmax", "--out", str(run / "report")]) == 0
     return run
 
@@ -88,7 +46,7 @@ def test_a_stopped_run_is_summarised_with_its_statistics_distances_and_verdicts(
     run = doc["runs"]["softmax"]
     assert run["command"] == "./reproduce.sh rerun --preset paper --stop-after 1200 --variants softmax --quiet"
     assert run["stopped_after"] == 1200 and run["note"] == "quiet" and run["judged_by"]["tier"] == "rerun"
-    assert (run["trajectory"], run["segments"]) == (_manifest()["trajectory"], _manifest()["segments"])
+    assert (run["trajectory"], run["segments"]) == (finished_manifest()["trajectory"], finished_manifest()["segments"])
     assert run["wall_s"] == 5000.0  # a segment without its wall time: the manifest's
     stats = run["statistics"]["softmax_s0"]
     assert stats["run"] == {
@@ -110,10 +68,10 @@ def test_a_stopped_run_is_summarised_with_its_statistics_distances_and_verdicts(
 def test_a_resumed_runs_wall_time_is_that_of_all_its_segments():
     from attngeom.jobs.summary import run_wall_s
 
-    manifest = _manifest()
+    manifest = finished_manifest()
     manifest["segments"][0]["wall_s"] = 100.25
     assert run_wall_s(manifest) == 109.75  # the manifest's own 5000 s is its last process's
-    assert run_wall_s(_manifest(segments=None)) == run_wall_s(_manifest(segments=[])) == 5000.0
+    assert run_wall_s(finished_manifest(segments=None)) == run_wall_s(finished_manifest(segments=[])) == 5000.0
 
 
 def test_a_changed_map_moves_the_distance_and_other_runs_in_the_file_are_kept(judged_run, tmp_path):
@@ -122,8 +80,8 @@ def test_a_changed_map_moves_the_distance_and_other_runs_in_the_file_are_kept(ju
     out.write_text(json.dumps({"what": "kept", "runs": {"goat_v": next(iter(kept.values()))}}))
     run = tmp_path / "softmax"
     copy_published(judged_run, run)
-    (run / runs.MANIFEST).write_text(json.dumps(_manifest()))
-    size = _even_row(run)
+    (run / runs.MANIFEST).write_text(json.dumps(finished_manifest()))
+    size = even_row(run)
     assert cli.main(["--bundles", str(run), "--variants", "softmax", "--out", str(run / "report")]) in (0, 1)
     assert cli.main(["summary", str(run), "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
@@ -140,12 +98,12 @@ def test_an_ensemble_is_summarised_loading_each_member_once(judged_run, tmp_path
     for m in (0, 1):
         shutil.copytree(judged_run, ensemble.member_dir(ens, m))
     one = ensemble.member_dir(ens, 1)  # member 1: its own number, and bundles of its own, judged
-    manifest = _manifest()
+    manifest = finished_manifest()
     manifest["config"]["train"]["member"] = 1
     (one / runs.MANIFEST).write_text(json.dumps(manifest))
-    _even_row(one)
+    even_row(one)
     assert cli.main(["--bundles", str(one), "--variants", "softmax", "--out", str(one / "report")]) in (0, 1)
-    plan = {"what": "two", "members": 2, "config": _manifest()["config"]}
+    plan = {"what": "two", "members": 2, "config": finished_manifest()["config"]}
     (ens / ensemble.SUMMARY).write_text(json.dumps(plan))
     loaded = []
 
@@ -187,9 +145,9 @@ def test_what_cannot_be_summarised_is_one_error_line_and_nothing_is_written(
     if damage == "unjudged":
         shutil.rmtree(run / "report")
     elif damage == "rejudge":
-        _even_row(run)
+        even_row(run)
     elif damage == "incomplete":
-        (run / runs.MANIFEST).write_text(json.dumps(_manifest(completed=False)))
+        (run / runs.MANIFEST).write_text(json.dumps(finished_manifest(completed=False)))
     elif damage == "no-manifest":
         (run / runs.MANIFEST).unlink()
     elif damage == "bad-out":
@@ -207,37 +165,10 @@ def test_what_cannot_be_summarised_is_one_error_line_and_nothing_is_written(
     assert (out.read_bytes() if out.exists() else None) == before
 
 
-@pytest.fixture(scope="module")
-def two_runs(tmp_path_factory, published_root) -> dict[str, Path]:
-    """A finished full-length run of softmax (one row of its step-1200 map reweighed: a rerun) and one of
-    yat_b, each in its own folder and judged alone into RUN/report."""
-    root, out = tmp_path_factory.mktemp("together"), {}
-    for variant in ("softmax", "yat_b"):
-        run = copy_published(published_root, root / variant)
-        for path in run.rglob("*.npz"):
-            if not path.name.endswith(f"_{variant}_s0.npz"):
-                path.unlink()
-        record = run / "kgl_blog-attngeom-qk" / "yat_attention.json"  # a run of one variant records only it
-        doc = json.loads(record.read_text())
-        doc["runs"] = [r for r in doc["runs"] if r["variant"] == variant]
-        doc["summary"] = {variant: doc["summary"][variant]}
-        record.write_text(json.dumps(doc))
-        if variant == "softmax":
-            _even_row(run)
-        manifest = _manifest(stopped_after=None, command=f"python -m attngeom rerun --variants {variant}")
-        manifest["config"] |= {"variants": [variant], "train": {"steps": 12000, "stop_after": None}}
-        (run / runs.MANIFEST).write_text(json.dumps(manifest))
-        assert cli.main(["--bundles", str(run), "--variants", variant, "--out", str(run / "report")]) in (0, 1)
-        out[variant] = run
-    return out
-
-
 def test_runs_kept_together_are_judged_as_one_set_as_the_kept_folder_is_judged_again(two_runs, tmp_path, capsys):
     """--together keeps the bundles (not the windows) and judges them side by side: the claims comparing
     the models, skipped in each run's own report, are judged; the kept folder judged again gives the same."""
     kept, out = tmp_path / "kept", tmp_path / "measured.json"
-    (kept / "other").mkdir(parents=True)
-    (kept / "other" / "note.txt").write_text("kept as it is")
     runs_ = [str(two_runs["softmax"]), str(two_runs["yat_b"])]
     capsys.readouterr()
     assert cli.main(["summary", *runs_, "--out", str(out), "--together", str(kept)]) == 0
@@ -255,9 +186,7 @@ def test_runs_kept_together_are_judged_as_one_set_as_the_kept_folder_is_judged_a
             for f in ("attn_softmax_s0.npz", "geom_softmax_s0.npz", "yat_attention.json")
         ]
         + [f"yat_b/kgl_blog-attngeom-qk/{f}" for f in ("attn_yat_b_s0.npz", "geom_yat_b_s0.npz", "yat_attention.json")]
-        + ["other/note.txt"]
     )
-    assert (kept / "other" / "note.txt").read_text() == "kept as it is"
     alone = {c["id"] for name in ("softmax", "yat_b") for c in doc["runs"][name]["judged"]}
     both = {c["id"]: c for c in together["judged"]}
     assert {"inversion", "census.kernel_fewer"} <= set(both) - alone
@@ -306,7 +235,7 @@ def test_runs_that_cannot_be_kept_together_are_one_error_line_and_nothing_is_wri
     for runs_, where, message in (
         ([two_runs["softmax"], twice], kept, "two run folders with the same name"),
         ([two_runs["softmax"], renamed], kept, "a second bundle for softmax seed 0"),  # found once copied: no swap
-        ([two_runs["softmax"]], tmp_path / "file", "cannot write the bundles there"),
+        ([two_runs["softmax"]], tmp_path / "file", "exists and is not a folder"),
     ):
         (tmp_path / "file").write_text("a file, not a folder")
         capsys.readouterr()
@@ -318,7 +247,7 @@ def test_runs_that_cannot_be_kept_together_are_one_error_line_and_nothing_is_wri
 
 
 def test_the_committed_summaries_agree_with_their_own_verdicts():
-    paths = sorted((Path(__file__).resolve().parents[1] / "expected" / "measured").glob("*.json"))
+    paths = sorted((REPO / "expected" / "measured").glob("*.json"))
     summaries = [doc for doc in (json.loads(p.read_text()) for p in paths) if "runs" in doc]
     assert summaries
     for doc in summaries:

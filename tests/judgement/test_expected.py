@@ -3,11 +3,12 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
 from attngeom.base.errors import InputError
 from attngeom.judgement import claims, expected
 
-SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
+SEEDS = REPO.parent / "shared" / "seeds"
 
 
 def test_every_claim_has_one_function_and_the_fields():

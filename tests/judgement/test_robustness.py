@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bundle_tools import (
+from helpers import REPO
+from helpers.bundles import (
     GOAT,
     QK,
     add_seed,
@@ -23,7 +24,6 @@ from attngeom.measures import results, table
 from attngeom.report import markdown
 from attngeom.report import page as html_report
 
-REPO = Path(__file__).resolve().parents[1]
 W = 3
 
 

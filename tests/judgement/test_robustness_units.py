@@ -1,7 +1,7 @@
 """robustness's pieces on tiny hand-made models, each pinned at its edges: the summary of a statistic's
 values, the published value beside it, which seeds and windows are read and from which files, and the
 section one model gets. The statistics themselves are replaced (`calls`) by values each window carries
-in its q, so that which window each value came from can be seen; tests/test_robustness.py measures the
+in its q, so that which window each value came from can be seen; tests/judgement/test_robustness.py measures the
 published bundles through the real statistics."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from bundle_tools import write_bundle
+from helpers.bundles import write_bundle
 
 from attngeom.bundles import layout
 from attngeom.judgement import robustness

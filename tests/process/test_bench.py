@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
 
 
 def _env_without_pythonpath() -> dict:
@@ -39,9 +38,15 @@ def test_the_mutation_check_names_its_modules_and_refuses_an_unlisted_one(tmp_pa
     assert done.returncode == 0 and "./reproduce.sh bench mutation [MODULE...]" in done.stdout, done.stderr[-2000:]
     record = tmp_path / "record.json"
     done = subprocess.run(
-        [*script, "judge", "nope", "--record", str(record)], env=env, capture_output=True, text=True, timeout=300
+        [*script, "judgement.judge", "nope", "--record", str(record)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    assert done.returncode == 2 and done.stderr.startswith("error: mutation: not a listed module: nope (listed: judge,")
+    assert done.returncode == 2 and done.stderr.startswith(
+        "error: mutation: not a listed module: nope (listed: judgement.judge,"
+    )
     assert not record.exists()
 
 
@@ -127,11 +132,11 @@ def test_a_module_named_with_a_function_is_scored_on_that_functions_mutants_alon
     }
     assert len(bench.statuses(tmp_path, "training.train")) == 4
     bench.WORK = tmp_path / "work"  # this module object's own, loaded above
-    folder = bench.prepare("training.train:perturb", ["tests/test_train.py"])
+    folder = bench.prepare("training.train:perturb", ["tests/training/test_train.py"])
     assert folder == tmp_path / "work" / "training.train-perturb"
     assert (folder / "reproduce.sh").resolve() == REPO / "reproduce.sh"  # the tests run the copy's command
     text = (folder / "pyproject.toml").read_text(encoding="utf-8")
     assert (
-        'only_mutate = ["src/attngeom/training/train.py"]\npytest_add_cli_args_test_selection = ["tests/test_train.py"]'
+        'only_mutate = ["src/attngeom/training/train.py"]\npytest_add_cli_args_test_selection = ["tests/training/test_train.py"]'
         in text
     )

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
-import bench_profile  # noqa: E402  (bench/ is not a package)
+import bench_profile  # bench/ is not a package: found on the path set above
 
 HLO = """\
   %ynn_fusion.89 = f32[8192,192]{1,0} fusion(%bitcast.331, %gte.1), kind=kCustom, calls=%fc.89, metadata={op_name="jit(run)/while/body/transpose(jvp())/dot_general" stack_frame_id=444}

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO
 
 from attngeom.geometry import toy
 from attngeom.report import page as html_report
 
 pytestmark = pytest.mark.browser
-REPO = Path(__file__).resolve().parents[1]
 FLAGS = (
     "--headless",
     "--no-sandbox",

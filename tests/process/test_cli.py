@@ -12,8 +12,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from bundle_tools import QK, copy_published
-from report_tools import assert_consistent_set, assert_one_error_line, cli, command, environment, stray_temporaries
+from helpers.bundles import QK, copy_published
+from helpers.reports import assert_consistent_set, assert_one_error_line, cli, command, environment, stray_temporaries
 
 
 @pytest.fixture(scope="module")

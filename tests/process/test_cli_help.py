@@ -3,11 +3,10 @@
 import os
 import re
 import subprocess
-from pathlib import Path
+
+from helpers import REPO
 
 from attngeom import cli
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _reproduce(*args: str) -> subprocess.CompletedProcess:

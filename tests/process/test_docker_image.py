@@ -7,7 +7,6 @@ The image and containers made here are removed afterwards.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import ssl
@@ -15,19 +14,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers.docker import parse
 
 from attngeom.backends import docker as docker_backend
-from attngeom.commands import docker as docker_command
 from attngeom.jobs import ensemble
 from attngeom.jobs.verify import run_verify
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-
-
-def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    docker_command.register(parser.add_subparsers(dest="command"))
-    return parser.parse_args(argv)
 
 
 def ca_bundle() -> Path | None:

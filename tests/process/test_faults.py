@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bundle_tools import QK
+from helpers.bundles import QK
+from helpers.reports import assert_consistent_set, command, environment, stray_temporaries
+from helpers.signals import as_in_a_terminal, held
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
-from report_tools import assert_consistent_set, command, environment, stray_temporaries
-from signals import as_in_a_terminal, held
 
 from attngeom.base import schema
 from attngeom.base.errors import InputError

@@ -1,13 +1,12 @@
 """bench/gpu_carry.py, which fills carry/ for a GPU machine without network: refused with one line when the
-mirror lacks what the check reads (it filled for real in tests/test_gpu_check.py)."""
+mirror lacks what the check reads (it filled for real in tests/process/test_gpu_check.py)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
 
 
 def test_a_mirror_without_the_files_the_check_reads_is_one_error_line(tmp_path):

@@ -17,8 +17,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from helpers import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.last
 
 

@@ -8,11 +8,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import mounts
 import pytest
-from bundle_tools import QK, copy_published, npz_array, rewrite_npz
-from report_tools import (
-    REPO,
+from helpers import REPO
+from helpers.bundles import QK, copy_published, npz_array, rewrite_npz
+from helpers.mounts import fill
+from helpers.reports import (
     assert_consistent_set,
     assert_one_error_line,
     cli,
@@ -23,10 +23,6 @@ from report_tools import (
 
 from attngeom.base import fetch
 from attngeom.base.errors import InputError
-
-tmpfs = mounts.tmpfs  # the fixture
-fill = mounts.fill
-
 
 # 5. Disks and names.
 

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from report_tools import (
-    REPO,
+from helpers import REPO
+from helpers.reports import (
     assert_consistent_set,
     assert_one_error_line,
     cli,
@@ -20,7 +20,7 @@ from report_tools import (
     run,
     stray_temporaries,
 )
-from signals import as_in_a_terminal, held
+from helpers.signals import as_in_a_terminal, held
 
 
 def _shell(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -24,23 +24,22 @@ import threading
 from pathlib import Path
 
 import pytest
-from fake_kaggle import FakeKaggle, point_client_at
-from fake_kaggle import kaggle_command as kaggle
-from trained_runs import restore_device_settings
+from helpers import REPO
+from helpers.kaggle import kaggle_command as kaggle
+from helpers.runs import restore_device_settings
 
 from attngeom import cli
 from attngeom.backends import kaggle as kaggle_backend
 from attngeom.backends.docker import default_ca_bundle, docker_client
 from attngeom.backends.kaggle_kernel import GPU_LOCK, definitions, kernel_script, source_archive
 from attngeom.backends.kernel_main import lock_entry
-from attngeom.base.files import REPO
 from attngeom.bundles.layout import load_models
 from attngeom.jobs import ensemble
 from attngeom.training.runs import require_complete
 
 pytestmark = [pytest.mark.kaggle_runtime, pytest.mark.slow]
 
-RUNTIME = Path(__file__).with_name("kaggle-runtime")
+RUNTIME = REPO / "tests" / "kaggle-runtime"  # the image's build context
 LOCK = REPO / "requirements.lock"  # the CPU lock: the kernel's install path without gigabytes of CUDA wheels
 RUNTIME_IMAGE = "attngeom-kaggle-runtime"
 # The CUDA lock's wheels the CUDA test installs: cuSPARSE (which needs nvJitLink 12.9 symbols) and
@@ -191,7 +190,7 @@ def run_kernel(
 
 
 def test_kernel_installs_trains_an_ensemble_and_is_pulled_in_a_kaggle_like_runtime(
-    runtime_image, wheels, monkeypatch, tmp_path
+    runtime_image, wheels, fake_kaggle, monkeypatch, tmp_path
 ):
     """`kaggle run --members 2` on a session with two GPU device files, as the T4 x2 machine has: the
     kernel trains one member per GPU (here on the CPU: the CPU lock has no CUDA plugin), and the backend
@@ -201,30 +200,28 @@ def test_kernel_installs_trains_an_ensemble_and_is_pulled_in_a_kaggle_like_runti
     monkeypatch.setenv("JAX_PLATFORMS", os.environ.get("JAX_PLATFORMS", ""))
     runs: dict[str, subprocess.CompletedProcess] = {}
     monkeypatch.setattr(kaggle_backend, "source_archive", lambda: source_archive(lock=LOCK))
-    with FakeKaggle() as fake:
-        point_client_at(fake, monkeypatch, tmp_path / "home")
-        monkeypatch.chdir(tmp_path)
+    fake = fake_kaggle
 
-        def execute(slug: str, request: dict) -> None:
-            kernel, kaggle_dir = fake.kernel(slug), tmp_path / "kaggle" / slug.split("/")[1]
-            kernel.states = ["RUNNING"]  # until the container ends
+    def execute(slug: str, request: dict) -> None:
+        kernel, kaggle_dir = fake.kernel(slug), tmp_path / "kaggle" / slug.split("/")[1]
+        kernel.states = ["RUNNING"]  # until the container ends
 
-            def session() -> None:
-                gpus = ("-v", "/dev/null:/dev/nvidia0", "-v", "/dev/null:/dev/nvidia1")
-                done = run_kernel(runtime_image, wheels, request["text"], kaggle_dir, gpus)
-                runs[slug] = done
-                working = kaggle_dir / "working"
-                kernel.log = done.stdout + done.stderr
-                kernel.outputs = {
-                    p.relative_to(working).as_posix(): p.read_bytes() for p in working.rglob("*") if p.is_file()
-                }
-                kernel.states, kernel.polls = (["COMPLETE"] if done.returncode == 0 else ["ERROR"]), 0
+        def session() -> None:
+            gpus = ("-v", "/dev/null:/dev/nvidia0", "-v", "/dev/null:/dev/nvidia1")
+            done = run_kernel(runtime_image, wheels, request["text"], kaggle_dir, gpus)
+            runs[slug] = done
+            working = kaggle_dir / "working"
+            kernel.log = done.stdout + done.stderr
+            kernel.outputs = {
+                p.relative_to(working).as_posix(): p.read_bytes() for p in working.rglob("*") if p.is_file()
+            }
+            kernel.states, kernel.polls = (["COMPLETE"] if done.returncode == 0 else ["ERROR"]), 0
 
-            threading.Thread(target=session, daemon=True).start()
+        threading.Thread(target=session, daemon=True).start()
 
-        fake.on_push = execute
-        argv = ("--poll", "1", "--preset", "smoke", "--bundles", "attngeom-goat", "--members", "2")
-        status, error = kaggle("run", "--run", "r", *argv)
+    fake.on_push = execute
+    argv = ("--poll", "1", "--preset", "smoke", "--bundles", "attngeom-goat", "--members", "2")
+    status, error = kaggle("run", "--run", "r", *argv)
     (done,) = runs.values()
     log = done.stdout[-4000:] + done.stderr[-4000:]
     assert status in (0, 1), f"{error}\n{log}"  # 0 or 1 is the verdict on the smoke-trained members

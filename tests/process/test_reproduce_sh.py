@@ -16,13 +16,12 @@ import time
 import zipfile
 from pathlib import Path
 
-import mounts
 import pytest
-from report_tools import REPO, assert_one_error_line
-from signals import as_in_a_terminal, held
+from helpers import REPO
+from helpers.reports import assert_one_error_line
+from helpers.signals import as_in_a_terminal, held
 
 SCRIPT = REPO / "reproduce.sh"
-tmpfs = mounts.tmpfs  # the fixture
 
 
 def run(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
@@ -53,7 +52,9 @@ def test_a_bad_bench_option_is_one_error_line(ready_venv, tmp_path):
 
 
 def test_no_test_selected_is_unusable_input(ready_venv, tmp_path):
-    proc = run("test", "tests/test_laws.py", "-k", "no_test_has_this_name", cwd=tmp_path, ATTNGEOM_VENV=ready_venv)
+    proc = run(
+        "test", "tests/geometry/test_laws.py", "-k", "no_test_has_this_name", cwd=tmp_path, ATTNGEOM_VENV=ready_venv
+    )
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith("error: test:"), proc.stderr
 
 

@@ -5,18 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from helpers.reports import gif_frames
 from PIL import Image
 
 from attngeom.report import drawing
-
-
-def gif_frames(path: Path) -> list[np.ndarray]:
-    with Image.open(path) as gif:
-        out = []
-        for i in range(gif.n_frames):
-            gif.seek(i)
-            out.append(np.asarray(gif.convert("RGB")))
-        return out
 
 
 def test_save_gif_redraws_only_what_moves(tmp_path: Path):

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from helpers import REPO
+
 from attngeom.report import figures
 
-REPO = Path(__file__).resolve().parents[1]
 FRAMES = {
     "territory.gif": 56,
     "hull_crossing.gif": 64,

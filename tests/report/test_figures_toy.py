@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_drawing import gif_frames
+from helpers.reports import gif_frames
 
 from attngeom.geometry import toy
 from attngeom.report import figures_toy

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from helpers import REPO
+
 from attngeom.report import page as html_report
 
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _claim(cid: str, verdict: str, quote: str = "exactly 0 winners move") -> dict:

@@ -3,14 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from attngeom.training import data
-
-
-@pytest.fixture(scope="module")
-def corpus() -> data.Corpus:
-    return data.load_corpus()
 
 
 def test_corpus_size_vocabulary_and_split(corpus):

@@ -6,12 +6,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
+
+import pytest
+from helpers import REPO
 
 from attngeom.base import files
+from attngeom.base.errors import InputError
 from attngeom.training import device
-
-REPO = Path(__file__).resolve().parents[1]
 
 _STEP = """
 import json, sys
@@ -71,3 +72,13 @@ def test_a_second_process_loads_the_step_and_gets_the_same_bits_and_another_isa_
     assert list((tmp_path / "xla").iterdir()) == [tmp_path / "xla" / files.cpu_identity()]
     older = _step({**env, "XLA_FLAGS": f"{env['XLA_FLAGS']} --xla_cpu_max_isa=SSE4_2".strip()})
     assert older["hits"] == 0  # XLA's flags are in jax's key: never the other code generation's executable
+
+
+def test_training_without_jax_is_one_clear_error(monkeypatch):
+    """Python 3.10 environments verify but cannot train: say so, no traceback."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jax" else real(name, *a))
+    with pytest.raises(InputError, match="Python 3.11 or 3.12"):
+        device.deterministic_device()

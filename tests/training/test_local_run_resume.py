@@ -15,14 +15,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from trained_runs import restore_device_settings, same_files, trained_in_process
+from helpers import REPO
+from helpers.runs import restore_device_settings, same_files, trained_in_process
 
 from attngeom import cli
 from attngeom.base import fetch
 from attngeom.base.files import is_temporary
 from attngeom.training import data, runs, trajectory
 
-REPO = Path(__file__).resolve().parents[1]
 STOPPED = ["rerun", "--preset", "smoke", "--variants", "softmax", "--windows", "2", "--stop-after", "20", "--quiet"]
 
 
@@ -150,80 +150,6 @@ def test_a_segment_left_open_by_a_killed_process_is_closed_on_resume(stopped_run
     first, second = runs.require_complete(out)["segments"]
     assert first["to_steps"] == {"softmax_s0": 21} == second["from_steps"] and "wall_s" not in first
     assert first["ended"].startswith("without closing") and second["to_steps"] == {"softmax_s0": 60}
-
-
-def test_the_code_hash_covers_the_trained_numbers_and_not_the_bookkeeping():
-    hashed = {p.name for p in trajectory.code_files()}
-    assert {
-        "model.py",
-        "train.py",
-        "data.py",
-        "checkpoint.py",
-        "together.py",
-        "variants.py",
-        "train_config.py",
-    } <= hashed
-    assert not hashed & trajectory.BOOKKEEPING
-    every = {p.name for p in trajectory.TRAINING.glob("*.py")}
-    assert every - trajectory.BOOKKEEPING == hashed - {"variants.py", "train_config.py"}  # a new module is hashed
-    assert trajectory.BOOKKEEPING <= every  # each one named exists
-
-
-def test_mismatch_names_the_first_fact_that_differs():
-    present = {"a": 1, "b": [1, 2], "c": "x"}
-    assert trajectory.mismatch(dict(present), present) is None
-    assert trajectory.mismatch({**present, "b": [1, 3]}, present) == "b was [1, 3], is now [1, 2]"
-    assert trajectory.mismatch({"a": 1, "b": [1, 2]}, present) == 'c was null, is now "x"'
-    assert "records no trajectory" in trajectory.mismatch(None, present)
-
-
-def _checkpoint(path: Path, done: int) -> None:
-    runs.write_checkpoint(path, {"done": np.array(done), "losses": np.ones(done, np.float32)})
-
-
-@pytest.mark.parametrize("renamed", [0, 1, 2])
-def test_a_group_commit_cut_during_its_renames_is_completed(tmp_path, renamed):
-    paths = [tmp_path / f"m{m}.npz" for m in range(3)]
-    for p in paths:
-        _checkpoint(p, 20)
-        _checkpoint(runs.pending_path(p), 40)  # every pending written: the renames had begun
-    for p in paths[:renamed]:
-        os.replace(runs.pending_path(p), p)
-    assert "step 40" in runs.settle_group(paths, 60)
-    assert [runs.checkpoint_step(p, 60) for p in paths] == [40, 40, 40]
-    assert not any(runs.pending_path(p).exists() for p in paths)
-
-
-@pytest.mark.parametrize("written", [1, 2])
-def test_a_group_commit_cut_before_its_renames_is_discarded(tmp_path, written):
-    paths = [tmp_path / f"m{m}.npz" for m in range(3)]
-    for p in paths:
-        _checkpoint(p, 20)
-    for p in paths[:written]:
-        _checkpoint(runs.pending_path(p), 40)
-    assert "discarded" in runs.settle_group(paths, 60)
-    assert [runs.checkpoint_step(p, 60) for p in paths] == [20, 20, 20]
-    assert not any(runs.pending_path(p).exists() for p in paths)
-    assert runs.settle_group(paths, 60) is None
-
-
-def test_a_runs_files_leave_out_checkpoints_and_a_killed_writers_leftovers(tmp_path):
-    for name in (
-        "a.npz",
-        "b/c.json",
-        "checkpoints/x.npz",
-        ".a.npz.k2j3.tmp",
-        "report/.r.json.1x.tmp",
-        ".report.9.tmp/f",
-    ):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(name)
-    assert sorted(runs.file_hashes(tmp_path)) == ["a.npz", "b/c.json"]
-    from attngeom.base.files import remove_temporaries
-
-    assert sorted(remove_temporaries(tmp_path)) == [".a.npz.k2j3.tmp", ".report.9.tmp", "report/.r.json.1x.tmp"]
-    assert not any(is_temporary(p.name) for p in tmp_path.rglob("*"))
-    assert not is_temporary(".tmp") and not is_temporary("a.tmp") and not is_temporary(".lock")
 
 
 # A kill at the exact write: strace stops the process with SIGKILL at the Nth rename of its main thread (strace

@@ -10,16 +10,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO
 
 from attngeom.base.errors import InputError
-from attngeom.base.files import machine
+from attngeom.base.files import is_temporary, machine
 from attngeom.training import runs
 
-REPO = Path(__file__).resolve().parents[1]
+CONFIG = {"preset": "smoke", "variants": ["softmax"], "seeds": [0], "train": {"steps": 60, "stop_after": None}}
+"""What every manifest names of its run (the schema requires it of a run folder)."""
 
 
 def _finished_run(path):
-    run = runs.RunFolder(runs.new_run_dir(path, "x"), config={"preset": "smoke"})
+    run = runs.RunFolder(runs.new_run_dir(path, "x"), config=CONFIG)
     (run.path / "bundle").mkdir()
     (run.path / "bundle" / "a.npz").write_bytes(b"abc")
     run.log_steps("softmax", 0, 5, np.array([1.5, 1.25], np.float32))
@@ -33,7 +35,7 @@ def test_a_finished_run_lists_every_file_with_its_sha256(tmp_path):
     assert manifest["completed"] is True
     assert set(manifest["files"]) == {"bundle/a.npz", runs.TRAIN_LOG}
     assert manifest["files"]["bundle/a.npz"] == runs.sha256_file(run.path / "bundle" / "a.npz")
-    assert manifest["config"] == {"preset": "smoke"}
+    assert manifest["config"] == CONFIG
     assert {"versions", "device", "xla_flags", "wall_s", "git_commit"} <= set(manifest)
     assert manifest["versions"]["jax"]
 
@@ -48,7 +50,7 @@ def test_the_training_log_has_one_line_per_step(tmp_path):
 
 
 def test_an_unfinished_run_is_never_taken_for_a_finished_one(tmp_path):
-    run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config={})
+    run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config=CONFIG)
     (run.path / "half.npz").write_bytes(b"partial")
     with pytest.raises(InputError, match="did not complete"):
         runs.require_complete(run.path)
@@ -91,7 +93,7 @@ def test_only_an_unfinished_run_is_resumed_and_its_error_is_cleared(tmp_path):
         runs.RunFolder.resume(_finished_run(tmp_path / "done").path)
     with pytest.raises(InputError, match="manifest"):
         runs.RunFolder.resume(tmp_path)
-    run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config={"train": {}})
+    run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config=CONFIG)
     run.fail(KeyboardInterrupt("stopped"))
     run.release()
     resumed = runs.RunFolder.resume(run.path)
@@ -100,12 +102,12 @@ def test_only_an_unfinished_run_is_resumed_and_its_error_is_cleared(tmp_path):
 
 
 def test_trimming_the_log_keeps_the_steps_before_each_checkpoint(tmp_path):
-    run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config={})
+    run = runs.RunFolder(runs.new_run_dir(tmp_path / "r", "x"), config=CONFIG)
     run.log_steps("softmax", 0, 0, np.arange(4, dtype=np.float32))
     run.log_steps("yat_b", 0, 0, np.arange(3, dtype=np.float32))
     with open(run.path / runs.TRAIN_LOG, "a") as f:
         f.write('{"variant": "yat_b", "se')  # a line torn by a kill
-    run.trim_log({("softmax", 0): 2})
+    run.write_log(run.kept_log({("softmax", 0): 2}))
     lines = [json.loads(x) for x in (run.path / runs.TRAIN_LOG).read_text().splitlines()]
     assert [(r["variant"], r["step"]) for r in lines] == [("softmax", 0), ("softmax", 1)]
 
@@ -113,16 +115,16 @@ def test_trimming_the_log_keeps_the_steps_before_each_checkpoint(tmp_path):
 def test_a_run_folder_is_claimed_by_one_process_at_a_time(tmp_path):
     path = runs.new_run_dir(tmp_path / "r", "x")
     assert runs.new_run_dir(path, "x") == path  # still empty: two commands can both get this far
-    first = runs.RunFolder(path, config={})
+    first = runs.RunFolder(path, config=CONFIG)
     with pytest.raises(InputError, match="in use by another run"):
-        runs.RunFolder(path, config={})
+        runs.RunFolder(path, config=CONFIG)
     first.fail(KeyboardInterrupt("stopped"))
     with pytest.raises(InputError, match="in use by another run"):
         runs.RunFolder.resume(path)
     first.release()
     with pytest.raises(InputError, match="never written over"):
-        runs.RunFolder(path, config={})
-    assert json.loads((path / runs.MANIFEST).read_text())["config"] == {}
+        runs.RunFolder(path, config=CONFIG)
+    assert json.loads((path / runs.MANIFEST).read_text())["config"] == CONFIG
 
 
 def test_another_process_holding_a_run_folder_keeps_it(tmp_path):
@@ -141,11 +143,11 @@ def test_another_process_holding_a_run_folder_keeps_it(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(InputError, match=f"in use by another run \\(process {holder.pid}\\)"):
-            runs.RunFolder(path, config={})
+            runs.RunFolder(path, config=CONFIG)
         assert not (path / runs.MANIFEST).exists()
     finally:
         holder.communicate("", timeout=60)
-    runs.RunFolder(path, config={}).release()  # the lock dies with its process
+    runs.RunFolder(path, config=CONFIG).release()  # the lock dies with its process
 
 
 def test_default_run_names_never_collide(tmp_path):
@@ -162,3 +164,52 @@ def test_the_manifest_machine_names_the_xla_cpu_code_generation(monkeypatch):
         *(isa for isa, _ in runs.XLA_CPU_ISAS),
         "unknown",
     }
+
+
+def _checkpoint(path: Path, done: int) -> None:
+    runs.write_checkpoint(path, {"done": np.array(done), "losses": np.ones(done, np.float32)})
+
+
+@pytest.mark.parametrize("renamed", [0, 1, 2])
+def test_a_group_commit_cut_during_its_renames_is_completed(tmp_path, renamed):
+    paths = [tmp_path / f"m{m}.npz" for m in range(3)]
+    for p in paths:
+        _checkpoint(p, 20)
+        _checkpoint(runs.pending_path(p), 40)  # every pending written: the renames had begun
+    for p in paths[:renamed]:
+        os.replace(runs.pending_path(p), p)
+    assert "step 40" in runs.settle_group(paths, 60)
+    assert [runs.checkpoint_step(p, 60) for p in paths] == [40, 40, 40]
+    assert not any(runs.pending_path(p).exists() for p in paths)
+
+
+@pytest.mark.parametrize("written", [1, 2])
+def test_a_group_commit_cut_before_its_renames_is_discarded(tmp_path, written):
+    paths = [tmp_path / f"m{m}.npz" for m in range(3)]
+    for p in paths:
+        _checkpoint(p, 20)
+    for p in paths[:written]:
+        _checkpoint(runs.pending_path(p), 40)
+    assert "discarded" in runs.settle_group(paths, 60)
+    assert [runs.checkpoint_step(p, 60) for p in paths] == [20, 20, 20]
+    assert not any(runs.pending_path(p).exists() for p in paths)
+    assert runs.settle_group(paths, 60) is None
+
+
+def test_a_runs_files_leave_out_checkpoints_and_a_killed_writers_leftovers(tmp_path):
+    for name in (
+        "a.npz",
+        "b/c.json",
+        "checkpoints/x.npz",
+        ".a.npz.k2j3.tmp",
+        "report/.r.json.1x.tmp",
+        ".report.9.tmp/f",
+    ):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(name)
+    assert sorted(runs.file_hashes(tmp_path)) == ["a.npz", "b/c.json"]
+    from attngeom.base.files import remove_temporaries
+
+    assert sorted(remove_temporaries(tmp_path)) == [".a.npz.k2j3.tmp", ".report.9.tmp", "report/.r.json.1x.tmp"]
+    assert not any(is_temporary(p.name) for p in tmp_path.rglob("*"))
+    assert not is_temporary(".tmp") and not is_temporary("a.tmp") and not is_temporary(".lock")

@@ -1,7 +1,7 @@
 """The run records every reader accepts, generated from what a run can write: the run JSON's losses and
 learned scalars, the checkpoints, the manifests, and the largest windows file.
 
-The maps, q and k of every variant are generated in `test_acceptance`; these are the numbers around them.
+The maps, q and k of every variant are generated in tests/bundles/test_layout_acceptance.py; these are the numbers around them.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from bundle_tools import write_manifest
+from helpers.bundles import write_manifest
+from helpers.properties import FAST, H
 from hypothesis import given
 from hypothesis import strategies as st
-from test_acceptance import FAST, H
 
 from attngeom.base.errors import InputError
 from attngeom.base.train_config import PRESETS

@@ -7,20 +7,15 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-import test_train
-from trained_runs import restore_device_settings, same_files
+from helpers import runs as trained
+from helpers.runs import restore_device_settings, same_files
 
 from attngeom.base import train_config
-from attngeom.training import data, runs, together, train
+from attngeom.training import runs, together, train
 from attngeom.training.fidelity import LOSS_RTOL
 
-TINY = replace(test_train.TINY, windows=2)
+TINY = replace(trained.TINY, windows=2)
 MEMBERS = (0, 1, 2)
-
-
-@pytest.fixture(scope="module")
-def corpus() -> data.Corpus:
-    return data.load_corpus()
 
 
 @pytest.fixture(scope="module")

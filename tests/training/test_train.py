@@ -1,7 +1,7 @@
 """The training harness: event-aligned chunks, the same losses as a per-step loop, checkpoints.
 
 That it trains as the author's script does is checked against that script on the same machine
-(tests/test_fidelity.py), not against losses frozen on another CPU.
+(tests/training/test_fidelity.py), not against losses frozen on another CPU.
 """
 
 from __future__ import annotations
@@ -11,26 +11,11 @@ from dataclasses import replace
 import jax
 import numpy as np
 import pytest
+from helpers.runs import TINY
 
 from attngeom.base import train_config
 from attngeom.base.errors import InputError
-from attngeom.base.train_config import ModelConfig
 from attngeom.training import data, runs, train
-
-TINY = train_config.TrainConfig(
-    model=ModelConfig(d_model=16, layers=2, heads=2, seq_len=16, d_ff=32),
-    batch=4,
-    steps=23,
-    eval_every=10,
-    val_batches=2,
-    chunk=4,
-)
-
-
-@pytest.fixture(scope="module")
-def corpus() -> data.Corpus:
-    return data.load_corpus()
-
 
 # Member m's parameters, literally: each float32 moved to its neighbour (one ulp), up or down by the
 # signs of np.random.default_rng([20260, m]) drawn leaf after leaf ("a", then "b"/"c"); a zero moves to

@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -549,7 +549,7 @@ ENSEMBLE_JSON = Record(
         "what": Text(),
         "members": Number(2, MAX_MEMBERS, integer=True),
         "members_mode": Maybe(Text(16, "|".join(MEMBERS_MODES))),  # kept on --resume (ensemble.members_mode)
-        "config": MANIFEST_JSON.fields["config"],
+        "config": replace(MANIFEST_JSON.fields["config"], required=()),  # a plan: checked whole where it is made
         "member_runs": Record(other=Record({"state": Text(32)}, required=("state",)), keys=r"\d{1,2}"),
         "statistics": Record(other=_by_statistic(_spread), keys=_MODEL_KEY),
     },

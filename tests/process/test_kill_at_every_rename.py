@@ -1,0 +1,70 @@
+"""A run killed at any of its writes is carried on to the run an uninterrupted one is: a smoke rerun killed
+(SIGKILL, strace fault injection) at each rename it makes, then resumed (or, killed before its first manifest,
+started again into the same folder), ends complete with the bundles, run records and log lines of the
+uninterrupted run, bit for bit."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from helpers import REPO
+from helpers.runs import same_as_the_whole_run
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")]
+RUN = ["rerun", "--preset", "smoke", "--variants", "softmax", "--steps", "21", "--windows", "2", "--quiet"]
+
+
+def attngeom(*args: str, trace: list[str] | None = None, cwd: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "attngeom", *args]
+    if trace is not None:
+        cmd = ["strace", "-f", "-qq", *trace, *cmd]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False)
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory) -> tuple[Path, int]:
+    """The uninterrupted run, traced once the compilation cache holds its steps (so that every rename it makes
+    is one of the run's own files, as in each run killed below): its folder and how many renames it made."""
+    root = tmp_path_factory.mktemp("whole")
+    warm = attngeom(*RUN, "--out", str(root / "warm"), cwd=root)
+    assert warm.returncode == 0, warm.stderr[-2000:]
+    log = root / "renames.log"
+    done = attngeom(*RUN, "--out", str(root / "run"), trace=["-o", str(log), "-e", "trace=rename"], cwd=root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    targets = re.findall(r'\brename\("[^"]*", "([^"]*)"\)', log.read_text())
+    assert len(targets) >= 10 and all(t.startswith(str(root / "run")) for t in targets), targets
+    return root / "run", len(targets)
+
+
+def killed_then_carried_on(root: Path, at: int) -> tuple[int, subprocess.CompletedProcess]:
+    """The run killed at its `at`-th rename into its own folder, then carried on: (at, the carrying command)."""
+    work = root / f"kill-{at}"
+    work.mkdir()
+    out = work / "run"
+    killed = attngeom(*RUN, "--out", str(out), trace=["-e", f"inject=rename:signal=KILL:when={at}"], cwd=work)
+    if killed.returncode == 0:
+        return at, subprocess.CompletedProcess(killed.args, 1, "", f"rename {at}: the run was not killed")
+    carried = (
+        attngeom("rerun", "--resume", str(out), "--quiet", cwd=work)
+        if (out / "manifest.json").is_file()
+        else attngeom(*RUN, "--out", str(out), cwd=work)  # killed before it could say what it is
+    )
+    return at, carried
+
+
+def test_a_kill_at_every_rename_is_carried_on_to_the_uninterrupted_run(traced, tmp_path):
+    whole, renames = traced
+    with ThreadPoolExecutor(max_workers=2) as pool:  # two at a time: much of a smoke run is single-threaded
+        results = list(pool.map(lambda at: killed_then_carried_on(tmp_path, at), range(1, renames + 1)))
+    failed = [(at, carried.stderr[-300:]) for at, carried in results if carried.returncode != 0]
+    assert failed == []
+    for at, _ in results:
+        same_as_the_whole_run(whole, tmp_path / f"kill-{at}" / "run", ("softmax",), 0)
