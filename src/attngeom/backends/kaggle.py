@@ -203,7 +203,7 @@ def check_run(folder: Path, state: dict, kernel: dict) -> None:
 
     Identities only (sha256 of every file the kernel listed, the run id, bundle and seed it stamped):
     nothing here reads a measured value, so round-off on Kaggle's GPU cannot refuse a valid output;
-    the bundles themselves are then read by the same rules as any other (`bundles.load_model`).
+    the bundles themselves are then read by the same rules as any other (`layout.load_model`).
     """
     stamp = require_complete(folder).get("kaggle")
     if not state.get("run_id"):  # a run started before kernels stamped their manifests

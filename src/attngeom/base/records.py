@@ -1,6 +1,6 @@
 """The result and report documents, typed once: results.json (`Results`) and report.json (`Report`).
 
-verify builds them, report.py, html_report.py and report_set.py write them, and `summary` and
+verify builds them, report/markdown.py, report/page.py and report/outputs.py write them, and `summary` and
 `figures` read report.json back through schema.REPORT_JSON, which checks the fields they use.
 They stay plain JSON objects (TypedDicts), so the files are what they were.
 """
@@ -78,7 +78,7 @@ class Report(TypedDict):
 
 class ModelResults(TypedDict, total=False):
     """One model's statistics in results.json (results.model_results); the statistics of
-    statistics.TABLE without a `read` are added under their own names."""
+    table.TABLE without a `read` are added under their own names."""
 
     variant: str
     seed: int

@@ -353,7 +353,7 @@ MANIFEST_JSON = Record(
         ),
         "files": Record(other=Text(64), max_len=100_000),
         "stopped_after": Maybe(_STEP),
-        "stopped_by": Maybe(Text(32)),  # training.rerun.TIME_LIMIT, or none: the stop was the plan
+        "stopped_by": Maybe(Text(32)),  # training.local_run.TIME_LIMIT, or none: the stop was the plan
         "windows": Maybe(Number(1, 4096, integer=True)),  # `--windows`: 1 to rerun.MAX_WINDOWS (256)
         "preflight": Maybe(Record({"verdict": Text(16), "steps": Maybe(_STEP)})),
         "trajectory": Record(),  # training.trajectory.stamp: compared whole on --resume
@@ -487,7 +487,7 @@ REPORT_JSON = Record(
 )
 """A report folder's report.json (documents.Report), as `summary` and `figures` read it back."""
 
-# --- summaries: the statistics of runs and ensembles (statistics.by_step), bounded by their laws ---
+# --- summaries: the statistics of runs and ensembles (table.by_step), bounded by their laws ---
 
 MAX_KEYS = 1 << 16  # the longest window a map may have (a paper window has 128 keys)
 STATISTIC_VALUE = {
@@ -497,7 +497,7 @@ STATISTIC_VALUE = {
     "mean_norm_entropy": Number(0, 1),
     "validation_loss": Number(0),  # a cross-entropy: non-negative, without an upper bound
 }
-"""The per-step statistics a summary keeps (`statistics.by_step`), each within what its definition allows."""
+"""The per-step statistics a summary keeps (`table.by_step`), each within what its definition allows."""
 _STEP_KEY = r"\d{1,10}"
 _MODEL_KEY = "(" + "|".join(v.name for v in VARIANTS_TABLE) + r")_s\d{1,10}"
 

@@ -134,7 +134,7 @@ def _read_maps(
 
 def load_telemetry(folder: Path, variant: str, seed: int = 0) -> BundleModel:
     """A telemetry-only bundle (the author's reruns: maps and run JSON, no q or k exported). Its q and k
-    have head dimension 0: only the statistics of its maps at each step apply (`statistics.by_step`)."""
+    have head dimension 0: only the statistics of its maps at each step apply (`table.by_step`)."""
     tokens, maps, data, run = _read_maps(Path(folder), variant, seed, None)
     L, H, T, _ = maps[max(maps)].shape
     empty = np.zeros((L, H, T, 0), dtype=np.float16)

@@ -1,9 +1,9 @@
 """The benchmarks' figures of README.md and docs/, as Markdown made from the files that hold them.
 
 Each function reads one benchmark's `--json` output in `bench/results/` (the suite's own record
-included) and returns the table or sentence the docs quote from a cog block (`docs.py`), with the
+included) and returns the table or sentence the docs quote from a cog block (`docs.pages`), with the
 command, the machine, the date or commit and how loaded the cores were. The figures of the evidence
-(`expected/measured/`, the published bundles) are `docs_figures`'.
+(`expected/measured/`, the published bundles) are `docs.measured`'.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each run there is a CPU rerun of the paper's seed-0 training carried to step 12,
 processes (`rerun --time-limit`, then `--resume`), summarised with its bundles kept beside it and
 judged with them as one set (`summary --together`). These functions show its segments and speed,
 every claim about the trained models on the reruns beside the published bundles, and each step of a
-run beside the published run's. Called from cog blocks (`docs.py`), like `docs_figures`.
+run beside the published run's. Called from cog blocks (`docs.pages`), like `docs.measured`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each function reads one committed measurement (`expected/measured/*.json`, a benchmark's `--json`
 output in `bench/results/`) or judges the author's published bundles (pinned by sha256, judged
 exactly), and returns the table or sentence the docs quote; the docs call it from a cog block
-(`docs.py`), so that no figure is typed by hand and none outlives the file it comes from. Every
+(`docs.pages`), so that no figure is typed by hand and none outlives the file it comes from. Every
 figure names where it was measured: the machine, the date or commit, and the command.
 """
 

@@ -1,7 +1,7 @@
 """`docs`: the measured figures of README.md and docs/ regenerated in place from their files, or checked.
 
 Each figure is a cog block (cogapp): a comment holding the Python that makes it from a measurement
-file (`docs_figures`, `docs_bench`, `docs_full`), then its output, up to `[[[end]]]`. `./reproduce.sh docs` runs every block
+file (`docs.measured`, `docs.bench`, `docs.full_length`), then its output, up to `[[[end]]]`. `./reproduce.sh docs` runs every block
 and rewrites the pages; `--check` changes nothing and exits 1 naming each block whose output is not
 what its file gives now (a measurement committed without regenerating the page), as CI checks.
 

@@ -1,4 +1,4 @@
-"""`reproduce.sh rerun`: retrain the seed-0 runs on this machine (training.rerun), then judge them (verify).
+"""`reproduce.sh rerun`: retrain the seed-0 runs on this machine (training.local_run), then judge them (verify).
 
 The command layer joins the two, so that training never imports the judgement: the run folder
 is opened (or reopened with --resume), the fidelity preflight runs on a GPU, the bundles are

@@ -3,7 +3,7 @@
 The expected file (expected/claims.json) names, for every quoted claim, the function here that
 computes it and the arguments; judge.py judges the returned value against the quote.
 A function returns a number or a boolean; the arguments named in MODEL_ARGS name the models it reads.
-A per-model statistic is read through its entry in statistics.TABLE, the one place that says
+A per-model statistic is read through its entry in table.TABLE, the one place that says
 where results.json holds it. Every public function here is a claim function (CLAIM_FUNCTIONS).
 """
 
@@ -56,7 +56,7 @@ def mean_norm_entropy_at(results: dict, model: str, step: int) -> float:
 
 
 STEP_CLAIMS: dict[str, Callable] = {"distinct_winners": distinct_winners_at, "mean_norm_entropy": mean_norm_entropy_at}
-"""The claim function that reads each per-step statistic (statistics.STEP_STATISTICS) back from results.json:
+"""The claim function that reads each per-step statistic (table.STEP_STATISTICS) back from results.json:
 a band of rerun.json's `steps` names its statistic, and is judged by this function."""
 
 

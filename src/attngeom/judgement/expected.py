@@ -86,7 +86,7 @@ def load_rerun(folder: Path | None = None, claims: list[dict] | None = None) -> 
 def load_steps(folder: Path | None = None) -> dict[int, dict[str, dict]]:
     """rerun.json's `steps`: step -> band name -> {statistic, label, unit, separates?, models}, where
     `models` holds each model's band: model -> {published, tolerance, reason, ensemble?}. The statistic
-    is one of statistics.STEP_STATISTICS, judged by its claim function (claims.STEP_CLAIMS)."""
+    is one of table.STEP_STATISTICS, judged by its claim function (claims.STEP_CLAIMS)."""
     path = (folder or EXPECTED_DIR) / "rerun.json"
     steps = schema.read_json(path, schema.RERUN_JSON).get("steps", {})
     for step, statistics in steps.items():

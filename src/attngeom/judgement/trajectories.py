@@ -53,7 +53,7 @@ class NotMeasured(KeyError):
 @dataclass(frozen=True)
 class Trajectory:
     """One measured trajectory of one model: its name, the schedule's length and what it recorded, as
-    `statistics.by_step` writes it (per-step statistics by telemetry step, `final` when it ran the whole schedule)."""
+    `table.by_step` writes it (per-step statistics by telemetry step, `final` when it ran the whole schedule)."""
 
     name: str
     variant: str

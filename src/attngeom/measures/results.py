@@ -2,7 +2,7 @@
 
 `results.json` holds this whole dictionary, including statistics the author computed but did
 not quote; the claims (claims.py) only read from it. A model's statistics come from the arrays of
-statistics.Measures on its fixed window, and every statistic of statistics.TABLE is in it
+table.Measures on its fixed window, and every statistic of table.TABLE is in it
 (under its own name unless the table says where results.json has long held it).
 """
 

@@ -218,7 +218,7 @@ def _read_json(path: Path) -> dict:
 def run_figures(bundles: Path | None, out: Path) -> int:
     """`figures`: render the GIFs, then re-render OUT/index.html when a verify report of these bundles is there.
 
-    The figures and the page are renewed together in the report folder (report_set.write_set).
+    The figures and the page are renewed together in the report folder (outputs.write_set).
     """
     from attngeom.base.fetch import fetch_bundles
 

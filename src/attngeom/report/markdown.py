@@ -1,5 +1,5 @@
 """The report a reviewer reads: REPORT.md (GitHub), report.json (machine-readable, with
-provenance) and results.json (every statistic); index.html is html_report's, and report_set
+provenance) and results.json (every statistic); index.html is page's, and outputs
 writes them all as one set."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def md_code(value: object, cell: bool = False) -> str:
 def statistics_rows(results: Results) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """Per-model statistics, quoted or not: the models, then (label, one cell per model) rows.
 
-    Checkpoints are labelled as the claims count them (statistics.checkpoint_labels: 12,000 for the
+    Checkpoints are labelled as the claims count them (table.checkpoint_labels: 12,000 for the
     map stored under step11999).
     """
     models = results["models"]

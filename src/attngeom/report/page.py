@@ -386,7 +386,7 @@ def _provenance(report: dict) -> str:
 
 def render(out_dir: Path, report: Report, results: Results, figures: list[dict]) -> str:
     """The whole page as a string; `figures`: the entries of `out_dir/figures/figures.json`, read by the
-    caller (`report_set.drawn_figures`; a figure whose GIF is absent is left out)."""
+    caller (`outputs.drawn_figures`; a figure whose GIF is absent is left out)."""
     n_models = len(results.get("models", {}))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
