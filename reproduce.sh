@@ -161,6 +161,17 @@ case "${1:-}" in
   bench)
     case "${2:-}" in
       verify|train|profile|mutation) exec "$python" "$here/bench/bench_$2.py" "${@:3}" ;;  # each puts src/ and bench/ on sys.path itself
+      -h|--help)
+        echo "usage: reproduce.sh bench verify|train|profile [--quick] | bench mutation [MODULE...]"
+        echo
+        echo "Benchmarks, each a ratio against a baseline measured in the same process (docs/speed.md):"
+        echo "  verify    the verify stage, with extra windows, and the hull census against one LP per key"
+        echo "  train     the training harness against a per-step loop, and the step against its matmuls' rate"
+        echo "  profile   where a training step's time goes"
+        echo "  mutation  the mutation check of the modules that decide a verdict (docs/development.md)"
+        echo
+        echo "Each takes --help for its own options."
+        exit 0 ;;
       *) die "bench: which benchmark, verify, train, profile or mutation? usage: reproduce.sh bench verify|train|profile [--quick] or bench mutation [MODULE...] (see bench/)" ;;
     esac ;;
   *) exec "$python" "${run_module[@]}" attngeom "$@" ;;

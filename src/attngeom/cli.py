@@ -28,6 +28,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from attngeom import __version__
 from attngeom.base import streams
 from attngeom.base.errors import EXIT_INPUT, EXIT_INTERNAL, FULL_DISK, UNWRITABLE, InputError, one_line, shown
 
@@ -40,6 +41,14 @@ SHELL_COMMANDS = {
     "test": "run the test suite (arguments go to pytest)",
     "bench": "benchmarks and the mutation check: bench verify|train|profile|mutation",
 }
+SETTINGS = """settings read from the environment:
+  ATTNGEOM_MIRROR=DIR         a local copy of the remote files, laid out as DIR/<host>/<path>
+  ATTNGEOM_CACHE=DIR          the download cache (default ~/.cache/attngeom)
+  ATTNGEOM_VENV=DIR           the environment reproduce.sh builds (default .venv)
+  ATTNGEOM_PYTHON=PYTHON      the Python that builds it
+  ATTNGEOM_LOCK=FILE          the lock it is built from (default requirements.lock)
+  ATTNGEOM_SYSTEM_PYTHON=PY   run on an interpreter that holds the packages already; nothing is built
+  XLA_FLAGS=...               XLA's flags (--xla_cpu_max_isa=SSE4_2: another CPU's round-off)"""
 GRACE_S = 3.0  # after Ctrl-C, the time the command has to clean up before it is ended regardless
 # Ctrl-C, `kill`, a closed terminal: each ends a command the same way, with status 128 + its number.
 ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -57,7 +66,10 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="reproduce.sh",
         description="Verify the claims of 'The Geometry of Attention Is a Choice of Kernel'.",
+        epilog=SETTINGS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"attngeom {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"attngeom.commands.{name}").register(sub)
@@ -194,7 +206,7 @@ def _run(argv: list[str]) -> int:
             raise InputError(f"{shown(word)}: not UTF-8; name files and folders in UTF-8") from None
     parser = build_parser()
     commands = set(parser._subparsers._group_actions[0].choices)
-    if not argv or (argv[0] not in commands and argv[0] not in ("-h", "--help")):
+    if not argv or (argv[0] not in commands and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, DEFAULT_SUBCOMMAND)
     args = parser.parse_args(argv)
     return int(args.func(args))

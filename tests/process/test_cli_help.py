@@ -34,3 +34,18 @@ def test_shell_commands_are_named_in_the_help_but_run_by_reproduce_sh(capsys):
     assert proc.returncode == 2 and "verify, train, profile or mutation" in proc.stderr and proc.stderr.count("\n") == 1
     proc = _reproduce("bench", "verify", "--help")
     assert proc.returncode == 0 and "--runs" in proc.stdout
+
+
+def test_the_version_and_the_settings_are_in_the_top_level_help():
+    from attngeom import __version__
+
+    done = subprocess.run([str(REPO / "reproduce.sh"), "--version"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, f"attngeom {__version__}\n")
+    helped = subprocess.run([str(REPO / "reproduce.sh"), "--help"], capture_output=True, text=True, timeout=120)
+    for setting in ("ATTNGEOM_MIRROR", "ATTNGEOM_CACHE", "ATTNGEOM_SYSTEM_PYTHON", "ATTNGEOM_LOCK", "XLA_FLAGS"):
+        assert setting in helped.stdout, setting
+
+
+def test_bench_help_prints_its_own_usage_and_exits_0():
+    done = subprocess.run([str(REPO / "reproduce.sh"), "bench", "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("usage: reproduce.sh bench verify|train|profile")
