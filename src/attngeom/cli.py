@@ -199,11 +199,6 @@ def write_traceback(exc: BaseException) -> Path:
 
 
 def _run(argv: list[str]) -> int:
-    for word in argv:  # the outputs, manifests and reports name what they were given, in UTF-8
-        try:
-            word.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InputError(f"{shown(word)}: not UTF-8; name files and folders in UTF-8") from None
     parser = build_parser()
     commands = set(parser._subparsers._group_actions[0].choices)
     if not argv or (argv[0] not in commands and argv[0] not in ("-h", "--help", "--version")):

@@ -62,7 +62,7 @@ def test_the_manifest_names_the_preset_and_must_agree(published_root, tmp_path):
     root = copy_published(published_root, tmp_path / "run")
     _set_cfg(root, D=32, T=32)
     manifest = {
-        "config": {"preset": "smoke"},
+        "config": {"preset": "smoke", "variants": ["softmax", "yat_b"], "seeds": [0], "train": {"steps": 60}},
         "stopped_after": None,
         "completed": True,
         "preflight": {"verdict": "FAIL", "steps": 3, "device": "cpu", "file": "fidelity.json"},

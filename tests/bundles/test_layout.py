@@ -5,7 +5,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from helpers.bundles import GOAT, QK, copy_published, edit_run, npz_array, rewrite_npz
+from helpers.bundles import GOAT, QK, copy_published, edit_run, hostile, npz_array, rewrite_npz
 
 from attngeom.base import schema, train_config
 from attngeom.base.errors import InputError
@@ -155,68 +155,6 @@ def test_missing_variant_names_the_file(copy):
     with pytest.raises(InputError, match="geom_goat_v_s0.npz"):
         layout.load_models(copy)
     assert set(layout.load_models(copy, ("softmax", "yat_b"))) == {"softmax", "yat_b"}
-
-
-def _raw_run_field(path, variant, key, raw_json):
-    """Set a field of a run record to raw JSON text that json.dumps would not write."""
-    edit_run(path, variant, **{key: "@@raw@@"})
-    path.write_text(path.read_text().replace('"@@raw@@"', raw_json))
-
-
-def hostile(copy, how):
-    """Damage one published bundle folder in a way the issue's hostile user did; return the expected message."""
-    js = copy / QK / "yat_attention.json"
-    geom, attn = copy / QK / "geom_softmax_s0.npz", copy / QK / "attn_softmax_s0.npz"
-    if how == "best_val 1e400":
-        _raw_run_field(js, "softmax", "best_val", "1e400")
-        return "best_val: inf is not a finite number"
-    if how == "best_val of 401 digits":
-        _raw_run_field(js, "softmax", "best_val", "1" + "0" * 400)
-        return "an integer of 401 digits"
-    if how == "STEPS a string":
-        data = json.loads(js.read_text())
-        data["cfg"]["STEPS"] = "12000"
-        js.write_text(json.dumps(data))
-        return "cfg.STEPS: a string where an integer is due"
-    if how == "nested 200,000 deep":
-        _raw_run_field(js, "softmax", "extra", "[" * 200_000 + "]" * 200_000)
-        return "nested deeper than 64"
-    if how == "a 5,000-digit integer":
-        _raw_run_field(js, "softmax", "extra", "7" * 5000)
-        return "an integer of 5000 digits"
-    if how == "seed a float":
-        _raw_run_field(js, "yat_b", "seed", "0.5")
-        return r"runs\[1\].seed: a number where an integer is due"
-    if how in ("2 layers", "T = 1", "head dim 0"):
-        cut = {
-            "2 layers": (slice(0, 2), slice(None), slice(None)),
-            "T = 1": (slice(None), slice(0, 1), slice(None)),
-            "head dim 0": (slice(None), slice(None), slice(0, 0)),
-        }[how]
-        layers, rows, dims = cut
-        with np.load(geom) as z, np.load(attn) as a:
-            g = {k: z[k] for k in z.files}
-            maps = {k: a[k] for k in a.files}
-        g["q"], g["k"] = (g[k][layers, :, rows, dims] for k in ("q", "k"))
-        g["attn"] = g["attn"][layers, :, rows, rows]
-        g["tokens"] = g["tokens"][rows]
-        maps = {k: (v[layers, :, rows, rows] if v.ndim == 4 else v[rows]) for k, v in maps.items()}
-        np.savez_compressed(geom, **g)
-        np.savez_compressed(attn, **maps)
-        return {
-            "2 layers": "2 layers of 4 heads; the census head is layer 4",
-            "T = 1": "a window of 3 positions",
-            "head dim 0": "a head dimension",
-        }[how]
-    if how == "rows that do not sum to 1":
-        rewrite_npz(attn, step6000=npz_array(attn, "step6000") * np.float16(1.5))
-        return "'step6000' row .* sums to"
-    if how == "negative weights":
-        m = npz_array(attn, "step0")
-        m[1, 2, 5, :2] = [np.float16(-0.25), np.float16(1.25)]
-        rewrite_npz(attn, step0=m)
-        return "negative attention weights"
-    raise AssertionError(how)
 
 
 HOSTILE = [

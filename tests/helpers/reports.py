@@ -85,3 +85,67 @@ def gif_frames(path: Path) -> list[np.ndarray]:
             gif.seek(i)
             out.append(np.asarray(gif.convert("RGB")))
         return out
+
+
+def claim_row(cid: str, verdict: str, reason: str = "why") -> dict:
+    """A judged claim's row of report.json, every field a report shows."""
+    return {
+        "id": cid,
+        "claim": "a | b",
+        "quote": "q\nq",
+        "source": "post",
+        "expected": "= 0",
+        "measured": "1",
+        "tolerance_reason": reason,
+        "verdict": verdict,
+    }
+
+
+def report_doc(rows: list[dict]) -> dict:
+    """A report.json holding `rows`, its summary counted from them."""
+    prov = {
+        "command": "reproduce.sh",
+        "machine": "m",
+        "git_commit": None,
+        "versions": {"attngeom": "0.1.0", "numpy": "2"},
+        "expected_sha256": {"claims.json": "ab"},
+        "inputs": {"x.npz": "cd"},
+        "date": "2026-01-01T00:00:00+00:00",
+    }
+    passed = sum(r["verdict"] == "PASS" for r in rows)
+    failed = sum(r["verdict"] == "FAIL" for r in rows)
+    summary = {
+        "passed": passed,
+        "failed": failed,
+        "skipped": len(rows) - passed - failed,
+        "verdict": "FAIL" if failed else "PASS",
+    }
+    return {"summary": summary, "tier": "published", "claims": rows, "provenance": prov}
+
+
+def trajectory_report() -> dict:
+    """A report whose trajectories section holds a statistic measured on two trajectories, one measured on
+    none, and a comparison that one trajectory breaks at step 1200."""
+    from attngeom.judgement import expected, trajectories
+    from attngeom.judgement.trajectories import Trajectory
+
+    claims = [
+        e for e in expected.load_claims() if e["id"] in ("occupancy.yat_b.final", "scale.yat_b.0.5x", "inversion")
+    ]
+
+    def run(name: str, variant: str, winners: float, entropy: float, end: float) -> Trajectory:
+        steps = {"distinct_winners": {"0": 30.0, "1200": winners, "11999": end}, "mean_norm_entropy": {"1200": entropy}}
+        return Trajectory(name, variant, 12000, steps)
+
+    runs = [
+        run("s", "softmax", 65.2, 0.557, 72.0),
+        run("y0", "yat_b", 47.5, 0.76, 53.0),
+        run("y1", "yat_b", 66.0, 0.75, 54.2),
+    ]
+    rows = [
+        {**claim_row(e["id"], "PASS"), "claim": e["claim"], "measured_value": e["kind"] == "comparison" or 53.9583}
+        for e in claims
+    ]
+    doc = report_doc(rows)
+    doc["trajectories"] = trajectories.section(claims, rows, runs, ["expected/measured/x.json"], expected.load_rerun())
+    return doc

@@ -150,7 +150,7 @@ FORGED_MEMBERS = {
             _edit(ens / ensemble.SUMMARY, lambda d: d["config"]["train"].update(steps=80)),
             shutil.rmtree(ensemble.member_dir(ens, 1)),
         ),
-        "member-0: not a run of the ensemble's plan (train was",
+        "member-0: not a run of the ensemble's plan (train: steps was 80, is now 60)",
     ),
     "member 1 a copy of member 0": (
         lambda ens: _member_1_copied_from_0(ens, renumbered=False),

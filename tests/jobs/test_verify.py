@@ -287,7 +287,12 @@ def test_a_quoted_error_of_many_lines_is_one_warning_line(published_root, tmp_pa
     root = _stopped_run(published_root, tmp_path / "b")
     manifest = {
         "completed": True,
-        "config": {"preset": "paper", "variants": ["softmax", "yat_b"], "seeds": [0]},
+        "config": {
+            "preset": "paper",
+            "variants": ["softmax", "yat_b"],
+            "seeds": [0],
+            "train": {"steps": 12000, "stop_after": 1200},
+        },
         "stopped_after": 1200,
         "error": "<script>alert(1)</script>\nsecond line\r\nthird line",
     }

@@ -200,7 +200,7 @@ def test_two_verifies_into_one_folder_both_leave_a_consistent_set(published_root
 def test_figures_of_a_two_layer_bundle_write_nothing(published_root, tmp_path):
     """Case: five GIFs were written, then an IndexError at the census head, and no figures.json."""
     root = copy_published(published_root, tmp_path / "b")
-    from test_bundles import hostile
+    from helpers.bundles import hostile
 
     hostile(root, "2 layers")
     proc = cli("figures", "--bundles", str(root), "--out", str(tmp_path / "out"), cwd=tmp_path)
@@ -211,7 +211,7 @@ def test_figures_of_a_two_layer_bundle_write_nothing(published_root, tmp_path):
 
 def test_verify_of_a_two_layer_bundle_is_one_line(published_root, tmp_path):
     root = copy_published(published_root, tmp_path / "b")
-    from test_bundles import hostile
+    from helpers.bundles import hostile
 
     hostile(root, "2 layers")
     proc = cli("--bundles", str(root), "--out", str(tmp_path / "out"), cwd=tmp_path)
@@ -221,7 +221,7 @@ def test_verify_of_a_two_layer_bundle_is_one_line(published_root, tmp_path):
 
 def test_hostile_run_json_through_the_command_line(published_root, tmp_path):
     """Case: 1e400, a string STEPS, deep nesting, a 5,000-digit integer: tracebacks with exit 1."""
-    from test_bundles import hostile
+    from helpers.bundles import hostile
 
     for how in ("best_val 1e400", "STEPS a string", "nested 200,000 deep", "a 5,000-digit integer"):
         root = copy_published(published_root, tmp_path / how)

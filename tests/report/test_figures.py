@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
-
 from helpers import REPO
+from PIL import Image
 
 from attngeom.report import figures
 

@@ -3,6 +3,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers.reports import claim_row, report_doc, trajectory_report
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -11,42 +12,8 @@ from attngeom.base.errors import InputError
 from attngeom.report import markdown as report
 
 
-def _row(cid: str, verdict: str, reason: str = "why") -> dict:
-    return {
-        "id": cid,
-        "claim": "a | b",
-        "quote": "q\nq",
-        "source": "post",
-        "expected": "= 0",
-        "measured": "1",
-        "tolerance_reason": reason,
-        "verdict": verdict,
-    }
-
-
-def _doc(rows: list[dict]) -> dict:
-    prov = {
-        "command": "reproduce.sh",
-        "machine": "m",
-        "git_commit": None,
-        "versions": {"attngeom": "0.1.0", "numpy": "2"},
-        "expected_sha256": {"claims.json": "ab"},
-        "inputs": {"x.npz": "cd"},
-        "date": "2026-01-01T00:00:00+00:00",
-    }
-    passed = sum(r["verdict"] == "PASS" for r in rows)
-    failed = sum(r["verdict"] == "FAIL" for r in rows)
-    summary = {
-        "passed": passed,
-        "failed": failed,
-        "skipped": len(rows) - passed - failed,
-        "verdict": "FAIL" if failed else "PASS",
-    }
-    return {"summary": summary, "tier": "published", "claims": rows, "provenance": prov}
-
-
 def test_markdown_escapes_cells_and_lists_every_claim():
-    md = report.markdown(_doc([_row("a", "PASS"), _row("b", "SKIP")]), {"models": {}})
+    md = report.markdown(report_doc([claim_row("a", "PASS"), claim_row("b", "SKIP")]), {"models": {}})
     assert "`a`" in md and "`b`" in md
     assert "a \\| b" in md and "q q" in md, "a pipe or newline never breaks the table"
     assert "1 passed, 0 failed, 1 skipped" in md
@@ -55,7 +22,7 @@ def test_markdown_escapes_cells_and_lists_every_claim():
 
 
 def test_write_report_writes_the_three_files(tmp_path: Path):
-    doc = _doc([_row("a", "PASS")])
+    doc = report_doc([claim_row("a", "PASS")])
     results = {"models": {}, "mathematics": {"x": 1}}
     report.write_report(tmp_path, doc, results)
     assert json.loads((tmp_path / "report.json").read_text(encoding="utf-8")) == doc
@@ -64,7 +31,7 @@ def test_write_report_writes_the_three_files(tmp_path: Path):
 
 
 def test_markdown_opens_with_the_failing_claims_and_says_what_was_judged():
-    doc = _doc([_row("a", "PASS"), _row("b.bad", "FAIL")])
+    doc = report_doc([claim_row("a", "PASS"), claim_row("b.bad", "FAIL")])
     doc["evidence"] = {"line": "evidence: paper rerun (cfg has the paper's configuration): judged with the rerun tier"}
     doc["warnings"] = ["--tier published overrides the rerun tier"]
     doc["preflight"] = {"verdict": "ERROR", "steps": 3, "device": "cpu", "file": "fidelity.json"}
@@ -77,7 +44,7 @@ def test_markdown_opens_with_the_failing_claims_and_says_what_was_judged():
     assert "Warning: --tier published overrides the rerun tier" in lines
     assert "Evidence: paper rerun (cfg has the paper's configuration): judged with the rerun tier." in lines
     assert any(line.startswith("Fidelity preflight: **ERROR** (3 steps on cpu") for line in lines)
-    assert "Failing claims" not in report.markdown(_doc([_row("a", "PASS")]), {"models": {}})
+    assert "Failing claims" not in report.markdown(report_doc([claim_row("a", "PASS")]), {"models": {}})
 
 
 SCRIPT, IMG = "<script>alert(1)</script>", "<img src=x onerror=alert(1)>"
@@ -90,11 +57,11 @@ def _one_line(value: str) -> str:
     return re.sub(r"[\r\n\t]", " ", value)
 
 
-def _hostile_doc() -> dict:
-    bad = {**_row("bad", "FAIL"), "claim": f"{BOLD} | {LINK}", "quote": SCRIPT, "source": IMG, "measured": "a|b"}
+def _hostilereport_doc() -> dict:
+    bad = {**claim_row("bad", "FAIL"), "claim": f"{BOLD} | {LINK}", "quote": SCRIPT, "source": IMG, "measured": "a|b"}
     bad["ensemble"] = {"published": 1.0, "members": [0, 1], "min": 0.0, "max": 2.0, "mean": 1.0, "std": 0.5}
     bad.update(measured_value=1.0, ensemble={**bad["ensemble"], "source": "ens`e|mble\n.json"})
-    doc = _doc([_row("a", "PASS"), bad])
+    doc = report_doc([claim_row("a", "PASS"), bad])
     doc["warnings"] = [f"runs/x/run_manifest.json: the run recorded an error ({SCRIPT}\r\n{IMG}\n{LINK})"]
     doc["evidence"] = {"line": f"evidence: {BOLD} {LINK}"}
     doc["preflight"] = {"verdict": IMG, "steps": 3, "device": SCRIPT, "file": "fide`lity|.json"}
@@ -117,7 +84,7 @@ def _texts(tokens: list) -> tuple[str, list[str]]:
 
 
 def test_markdown_quotes_hostile_inputs_as_literal_text_on_one_line():
-    doc = _hostile_doc()
+    doc = _hostilereport_doc()
     md = report.markdown(doc, {"models": {}})
     tokens = RENDER.parse(md)
     page = RENDER.render(md)
@@ -181,34 +148,6 @@ def test_md_code_round_trips(value: str):
     assert _rendered(f"| h |\n| --- |\n| A {report.md_code(value, cell=True)} Z |") == ("A  Z", [_as_rendered(value)])
 
 
-def trajectory_report() -> dict:
-    """A report whose trajectories section holds a statistic measured on two trajectories, one measured on
-    none, and a comparison that one trajectory breaks at step 1200."""
-    from attngeom.judgement import expected, trajectories
-    from attngeom.judgement.trajectories import Trajectory
-
-    claims = [
-        e for e in expected.load_claims() if e["id"] in ("occupancy.yat_b.final", "scale.yat_b.0.5x", "inversion")
-    ]
-
-    def run(name: str, variant: str, winners: float, entropy: float, end: float) -> Trajectory:
-        steps = {"distinct_winners": {"0": 30.0, "1200": winners, "11999": end}, "mean_norm_entropy": {"1200": entropy}}
-        return Trajectory(name, variant, 12000, steps)
-
-    runs = [
-        run("s", "softmax", 65.2, 0.557, 72.0),
-        run("y0", "yat_b", 47.5, 0.76, 53.0),
-        run("y1", "yat_b", 66.0, 0.75, 54.2),
-    ]
-    rows = [
-        {**_row(e["id"], "PASS"), "claim": e["claim"], "measured_value": e["kind"] == "comparison" or 53.9583}
-        for e in claims
-    ]
-    doc = _doc(rows)
-    doc["trajectories"] = trajectories.section(claims, rows, runs, ["expected/measured/x.json"], expected.load_rerun())
-    return doc
-
-
 def test_markdown_shows_each_statistic_beside_the_trajectories_and_each_comparison_on_their_pairings():
     md = report.markdown(trajectory_report(), {"models": {}})
     section = md[md.index("## Beside every measured trajectory") :]
@@ -255,8 +194,8 @@ def test_a_comparison_counts_the_trajectories_its_pairings_used_not_those_that_l
         Trajectory("y0", "yat_b", 12000, {**winners, "final": {"census_distinct_final": 45}}),
         Trajectory("y1", "yat_b", 12000, winners),
     ]
-    rows = [{**_row(e["id"], "PASS"), "claim": e["claim"], "measured_value": True} for e in claims]
-    doc = _doc(rows)
+    rows = [{**claim_row(e["id"], "PASS"), "claim": e["claim"], "measured_value": True} for e in claims]
+    doc = report_doc(rows)
     doc["trajectories"] = trajectories.section(claims, rows, runs, ["expected/measured/x.json"], expected.load_rerun())
     census = doc["trajectories"]["claims"]["census.kernel_fewer"]["steps"][0]
     assert census["measured"] == {"yat_b": 2, "softmax": 1} and census["pairings"] == 1

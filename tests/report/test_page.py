@@ -8,12 +8,10 @@ import re
 from pathlib import Path
 
 import numpy as np
+from helpers import REPO
 from PIL import Image
 
-from helpers import REPO
-
 from attngeom.report import page as html_report
-
 
 
 def _claim(cid: str, verdict: str, quote: str = "exactly 0 winners move") -> dict:
@@ -202,7 +200,7 @@ def test_evidence_warnings_and_a_failed_preflight_in_red(tmp_path: Path):
 
 
 def test_each_trajectory_statistic_has_a_row_and_a_strip_where_one_is_measured(tmp_path: Path):
-    from test_report import trajectory_report
+    from helpers.reports import trajectory_report
 
     doc = trajectory_report()
     page = html_report.render(tmp_path, doc, RESULTS, [])

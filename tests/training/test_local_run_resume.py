@@ -79,7 +79,7 @@ def test_a_manifest_that_lacks_a_training_field_is_refused_not_filled_with_a_def
     del manifest["config"]["train"]["steps"]  # today's default is the paper's 12,000
     before[runs.MANIFEST] = json.dumps(manifest).encode()
     (out / runs.MANIFEST).write_bytes(before[runs.MANIFEST])
-    assert "lacks 'config.train.steps'" in _refused(out, before, capsys)
+    assert "config.train: missing key(s) steps" in _refused(out, before, capsys)
 
 
 def _restamp(path: Path, **changes) -> None:

@@ -6,7 +6,10 @@ import argparse
 import math
 from collections.abc import Callable, Collection
 from dataclasses import fields
+from pathlib import Path
 from typing import TypeVar
+
+from attngeom.base.errors import InputError, shown
 
 T = TypeVar("T")
 
@@ -53,6 +56,17 @@ def time_limit(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"a positive number of seconds, got {text}")
     return value
+
+
+def utf8(*paths: Path | None) -> None:
+    """Refuse a path that is not UTF-8 where the command records what it was given (a manifest, a summary):
+    those files are UTF-8 JSON, and a name they cannot hold would leave a run no command can read."""
+    for path in paths:
+        if path is not None:
+            try:
+                str(path).encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(f"{shown(path)}: not UTF-8; name files and folders in UTF-8") from None
 
 
 def typed(kind: type[T], args: argparse.Namespace, /, **values) -> T:

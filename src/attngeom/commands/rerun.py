@@ -14,7 +14,7 @@ from pathlib import Path
 from attngeom.base import schema
 from attngeom.base.train_config import PRESET_NAMES
 from attngeom.base.variants import PUBLISHED, TRAINABLE
-from attngeom.commands.options import integer, list_of, step_count, subcommand, time_limit, typed, variants_option
+from attngeom.commands.options import integer, list_of, step_count, subcommand, time_limit, typed, utf8, variants_option
 from attngeom.commands.options import seed as seed_option
 
 
@@ -87,4 +87,5 @@ def run(args: argparse.Namespace) -> int:
     from attngeom.jobs import rerun
     from attngeom.training.local_run import RerunOptions
 
+    utf8(args.out, args.resume)
     return rerun.run(typed(RerunOptions, args, seeds=args.seeds or (args.seed,)))

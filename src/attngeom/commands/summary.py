@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from attngeom.base.files import output_file
-from attngeom.commands.options import subcommand, typed
+from attngeom.commands.options import subcommand, typed, utf8
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,4 +41,5 @@ def run(args: argparse.Namespace) -> int:
     """The options, read once; then the summary (`jobs.summary.run_summary`)."""
     from attngeom.jobs.summary import SummaryOptions, run_summary
 
+    utf8(*args.runs, args.out, args.together)
     return run_summary(typed(SummaryOptions, args, runs=tuple(args.runs)))

@@ -21,15 +21,15 @@ import matplotlib
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from attngeom.report import figures_toy, outputs, page
 from attngeom.base import schema
-from attngeom.measures import stats
-from attngeom.bundles.layout import BundleModel, load_models
-from attngeom.report.drawing import COLORS, STYLE, new_figure, save_gif
 from attngeom.base.errors import InputError
 from attngeom.base.files import sha256_file, shown, write_json_atomic
-from attngeom.measures.table import checkpoint_labels
 from attngeom.base.variants import variant
+from attngeom.bundles.layout import BundleModel, load_models
+from attngeom.measures import stats
+from attngeom.measures.table import checkpoint_labels
+from attngeom.report import figures_toy, outputs, page
+from attngeom.report.drawing import COLORS, STYLE, new_figure, save_gif
 
 FIGURE_VARIANTS = ("softmax", "yat_b")
 

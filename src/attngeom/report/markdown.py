@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attngeom.base import environment, fetch
-from attngeom.base.records import Provenance, Report, Results
 from attngeom.base.files import git_commit, machine, shown, versions, write_atomic, write_json_atomic
+from attngeom.base.records import Provenance, Report, Results
 from attngeom.judgement.judge import fmt
 from attngeom.measures.table import TABLE, checkpoint_labels
 

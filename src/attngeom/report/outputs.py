@@ -10,11 +10,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from attngeom.report import page
 from attngeom.base import schema
-from attngeom.base.records import Report, Results
 from attngeom.base.errors import InputError
 from attngeom.base.files import replaceable, replaced_folder, shown, tmp_prefix
+from attngeom.base.records import Report, Results
+from attngeom.report import page
 from attngeom.report.markdown import write_report
 
 REPORT_FILES = {"REPORT.md", "report.json", "results.json", page.INDEX}

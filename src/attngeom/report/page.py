@@ -13,8 +13,8 @@ from html import escape
 from pathlib import Path
 
 from attngeom.base import environment
-from attngeom.base.records import Report, Results
 from attngeom.base.files import write_atomic
+from attngeom.base.records import Report, Results
 from attngeom.report.markdown import TRAJECTORY_COLUMNS, comparison_text, source_note, statistics_rows, trajectory_cells
 
 ASSETS = Path(__file__).with_name("assets")
