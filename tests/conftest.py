@@ -149,3 +149,13 @@ def two_runs(tmp_path_factory, published_root) -> dict[str, Path]:
     from helpers.summaries import judged_runs_of
 
     return judged_runs_of(published_root, tmp_path_factory.mktemp("together"))
+
+
+@pytest.fixture(autouse=True)
+def _no_ending_carried_over():
+    """A test that notes a signal in process (`cli._Interrupt`) marks the command as ending, which silences
+    progress (`streams.ENDING`): the next test in the same worker starts with a command not ending."""
+    yield
+    from attngeom.base import streams
+
+    streams.ENDING.clear()

@@ -134,6 +134,7 @@ class _Interrupt:
         if not self.seen.is_set():
             self.signum = signal.Signals(signum)
             self.seen.set()
+            streams.ENDING.set()  # progress stays quiet from here on
 
     def _raise(self, signum, frame) -> None:
         self._note(signum)

@@ -46,3 +46,11 @@ def test_a_full_disk_is_among_the_unwritable_outputs_and_nothing_else_is_a_full_
     assert set(errors.FULL_DISK) < set(errors.UNWRITABLE)
     assert {errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EISDIR, errno.ENOTDIR} <= set(errors.UNWRITABLE)
     assert errno.ENOENT not in errors.UNWRITABLE  # a missing input is not an output problem
+
+
+def test_a_quoted_message_never_reaches_the_terminal_as_control_characters():
+    from attngeom.base.errors import one_line
+
+    said = one_line("kernel failed:\x1b[2J\x1b[31m red\n\tnext\x07 line\x9b")
+    assert said == "kernel failed:\\x1b[2J\\x1b[31m red next\\x07 line\\x9b"
+    assert all(ch.isprintable() for ch in said)

@@ -156,3 +156,17 @@ def test_a_later_page_that_cannot_be_made_leaves_the_earlier_ones_as_they_were(c
     assert_one_error_line(proc, 2)
     assert "train-quick.json" in proc.stderr
     assert {p: p.read_bytes() for p in pages} == before  # README.md, stale, is not rewritten alone
+
+
+def test_a_run_folder_that_is_not_utf8_is_refused_before_it_is_made(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "attngeom", "rerun", "--preset", "smoke", "--out", b"r\xff"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (2, "error: r\\xff: not UTF-8; name files and folders in UTF-8\n")
+    assert list(tmp_path.iterdir()) == []

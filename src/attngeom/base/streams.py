@@ -12,6 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
+
+ENDING = threading.Event()
+"""Set once a signal ends the command (`cli`): after its one `interrupted` line, no progress is shown."""
 
 
 def _to_null(fd: int) -> None:

@@ -16,6 +16,18 @@ from typing import TextIO
 
 from tqdm import tqdm
 
+from attngeom.base import streams
+
+
+class _Bar(tqdm):
+    """tqdm's bar, silent once a signal ends the command (`streams.ENDING`): closed or collected after the
+    command's `interrupted` line, it draws nothing more."""
+
+    def close(self) -> None:
+        if streams.ENDING.is_set():
+            self.disable = True
+        super().close()
+
 
 class StepProgress:
     """Progress of one training run of `total` steps, `done` of them already (a resumed run)."""
@@ -43,7 +55,7 @@ class StepProgress:
         self._line(f"{label}: compiling the training step (the first chunk of steps includes it)")
 
     def _line(self, text: str) -> None:
-        if self.quiet:
+        if self.quiet or streams.ENDING.is_set():  # a signal ends the command: its line is the last
             return
         if self.bar is not None:
             self.bar.write(text, file=self.stream)
@@ -59,7 +71,7 @@ class StepProgress:
             self.measured_from = self.last_line = (now, self.done)
             self._line(f"{self.label}: compiled and ran {n} steps in {now - self.started:.0f} s; loss {loss:.4f}")
             if self.terminal and not self.quiet:
-                self.bar = tqdm(
+                self.bar = _Bar(
                     total=self.total,
                     initial=self.done,
                     desc=self.label,
@@ -68,6 +80,8 @@ class StepProgress:
                     dynamic_ncols=True,
                     mininterval=1.0,
                 )
+            return
+        if streams.ENDING.is_set():
             return
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
