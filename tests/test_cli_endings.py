@@ -159,7 +159,7 @@ def test_the_parser_names_every_command_and_refuses_in_one_line():
     assert set(helps) >= {"verify", "rerun", "fidelity", "kaggle", "docker", "figures", "summary", "bands", "docs"}
     assert helps["test"] == "run the test suite (arguments go to pytest)"
     assert helps["bench"] == "benchmarks and the mutation check: bench verify|train|profile|mutation"
-    assert parser.format_usage() == "usage: reproduce.sh [-h] COMMAND ...\n"
+    assert parser.format_usage() == "usage: reproduce.sh [-h] [--version] COMMAND ...\n"
     for name in ("test", "bench"):
         args = parser.parse_args([name])
         assert args.command == name
