@@ -38,8 +38,13 @@ def gpu_checkout(tmp_path_factory) -> Path:
     """A copy of the checkout as a GPU machine receives it: its files, and carry/ filled by bench/gpu_carry.py
     (the mirror from ATTNGEOM_MIRROR, the wheels by pip download), so the checkout itself stays as it was."""
     copy = tmp_path_factory.mktemp("gpu-machine") / "checkout"
-    left = (".git", ".venv", "carry", "report", "runs", "docker-out", "__pycache__", ".pytest_cache", ".hypothesis")
-    shutil.copytree(REPO, copy, ignore=shutil.ignore_patterns(*left), symlinks=True)
+    top = {".git", ".venv", "carry", "report", "runs", "docker-out"}  # the checkout's own outputs, at its root
+    anywhere = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".hypothesis")
+
+    def left(folder: str, names: list[str]) -> set[str]:
+        return set(anywhere(folder, names)) | (top & set(names) if Path(folder) == REPO else set())
+
+    shutil.copytree(REPO, copy, ignore=left, symlinks=True)
     done = subprocess.run(
         [sys.executable, str(copy / "bench" / "gpu_carry.py")], capture_output=True, text=True, timeout=300
     )
