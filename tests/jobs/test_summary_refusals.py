@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
 import pytest
-from helpers import REPO
+from helpers.reports import cli as process
 
 from attngeom import cli
 
@@ -117,14 +114,7 @@ def test_two_summaries_into_one_file_at_once_each_keep_their_run(runs_in, tmp_pa
     statuses: list[int] = []
 
     def summarise(name: str) -> None:
-        proc = subprocess.run(
-            [sys.executable, "-m", "attngeom", "summary", str(runs_in / name), "--out", str(out)],
-            env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        proc = process("summary", str(runs_in / name), "--out", str(out), cwd=runs_in)
         statuses.append(proc.returncode)
 
     for _ in range(2):
@@ -139,14 +129,6 @@ def test_two_summaries_into_one_file_at_once_each_keep_their_run(runs_in, tmp_pa
 
 
 def test_a_folder_name_that_is_not_utf8_is_one_error_line(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "attngeom", "summary", b"run\xff", "--out", "s.json"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = process("summary", b"run\xff", "--out", "s.json", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr == "error: run\\xff: not UTF-8; name files and folders in UTF-8\n"
     assert list(tmp_path.iterdir()) == []

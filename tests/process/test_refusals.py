@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from helpers import REPO
-from helpers.reports import assert_one_error_line
+from helpers.reports import assert_one_error_line, cli, run
 
 
 def script(path: Path, text: str) -> Path:
@@ -84,15 +84,7 @@ def test_a_results_folder_the_gpu_check_cannot_write_stops_it_before_any_step(tm
 
 @pytest.mark.parametrize("version", ["3", "abc", "", "3.9", "3.14"])
 def test_a_python_version_the_lock_has_no_wheels_for_is_refused_by_gpu_carry(tmp_path, version):
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "gpu_carry.py"), "--python-version", version],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run([sys.executable, str(REPO / "bench" / "gpu_carry.py"), "--python-version", version], tmp_path)
     assert_one_error_line(proc, 2)
     assert "is not a Python version from 3.10 to 3.13" in proc.stderr
 
@@ -159,14 +151,6 @@ def test_a_later_page_that_cannot_be_made_leaves_the_earlier_ones_as_they_were(c
 
 
 def test_a_run_folder_that_is_not_utf8_is_refused_before_it_is_made(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "attngeom", "rerun", "--preset", "smoke", "--out", b"r\xff"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = cli("rerun", "--preset", "smoke", "--out", b"r\xff", cwd=tmp_path)
     assert (proc.returncode, proc.stderr) == (2, "error: r\\xff: not UTF-8; name files and folders in UTF-8\n")
     assert list(tmp_path.iterdir()) == []
