@@ -41,16 +41,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the GPU hours are estimated first, and a run that cannot fit the session or the quota left is refused",
     )
     p.add_argument("--accelerator", help="Kaggle machine shape (default: the GPU T4 x2 machine)")
+    seconds = integer(1, schema.MAX_KAGGLE_SESSION_S, "a kernel's seconds")
     p.add_argument(
         "--time-limit",
-        type=integer(1, schema.MAX_KAGGLE_SESSION_S, "a kernel's seconds"),
+        type=seconds,
         metavar="SECONDS",
         help="seconds a kernel may run (default 6 h; with --members 12 h, Kaggle's longest session); "
         "`run` waits that long per round of --concurrency kernels",
     )
-    p.add_argument(
-        "--timeout", dest="time_limit", type=integer(1, schema.MAX_KAGGLE_SESSION_S), help=argparse.SUPPRESS
-    )  # earlier spelling
+    p.add_argument("--timeout", dest="time_limit", type=seconds, help=argparse.SUPPRESS)  # earlier spelling
     p.add_argument("--concurrency", type=positive, help="kernels running at once (default 2)")
     p.add_argument("--poll", type=float, default=30.0, help="first polling interval in seconds; it backs off to 10x")
     p.add_argument(
