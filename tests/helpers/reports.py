@@ -149,3 +149,12 @@ def trajectory_report() -> dict:
     doc = report_doc(rows)
     doc["trajectories"] = trajectories.section(claims, rows, runs, ["expected/measured/x.json"], expected.load_rerun())
     return doc
+
+
+def refused(capsys, argv: list[str], says: str) -> None:
+    """The command line `argv`, run in process, ends in exit 2 with one `error:` line that says `says`."""
+    from attngeom import cli
+
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1 and says in err, err

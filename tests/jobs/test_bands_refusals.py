@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers.reports import refused
 
 from attngeom import cli
 
@@ -23,12 +24,6 @@ def written(tmp_path: Path, doc: dict) -> Path:
     path = tmp_path / "report.json"
     path.write_text(json.dumps(doc))
     return path
-
-
-def refused(capsys, argv: list[str], says: str) -> None:
-    assert cli.main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1 and says in err, err
 
 
 def test_the_report_of_other_bundles_is_refused(published_report, tmp_path, capsys):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from helpers.reports import cli as process
+from helpers.reports import refused
 
 from attngeom import cli
 
@@ -32,12 +33,6 @@ def runs_in(two_runs, tmp_path) -> Path:
     for name, run in two_runs.items():
         shutil.copytree(run, parent / name)
     return parent
-
-
-def refused(capsys, argv: list[str], says: str) -> None:
-    assert cli.main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1 and says in err, err
 
 
 def test_a_together_folder_that_holds_the_runs_is_refused_and_they_keep_every_file(runs_in, tmp_path, capsys):
