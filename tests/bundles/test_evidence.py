@@ -47,7 +47,7 @@ def test_a_stopped_run_is_judged_on_what_it_reached(published_root, tmp_path):
     stop_after(root, 1200)
     ev = _describe(root)
     assert (ev.kind, ev.tier, ev.scope, ev.stopped_after) == ("truncated paper run", "rerun", "truncated", 1200)
-    assert "STOPPED_AFTER = 1200" in ev.line()
+    assert "stopped after step 1,200 of its 12,000" in ev.line() and ev.steps == 12000
 
 
 def test_a_stopped_run_missing_a_step_it_reached_is_refused(published_root, tmp_path):

@@ -32,7 +32,15 @@ def test_every_published_claim_has_a_rerun_band():
     bands = expected.load_rerun()
     published = {e["id"] for e in expected.load_claims() if e["tier"] == "published bundles"}
     assert published <= set(bands)
-    assert all(b["smoke"] for cid, b in bands.items() if cid.startswith("toy."))
+    assert not any(e["tier"] == "mathematics" for e in expected.load_claims() if e["id"] in bands)
+
+
+def test_a_band_for_a_claim_of_mathematics_is_refused(tmp_path):
+    """A claim of mathematics does not depend on the run: the default verify judges it, no rerun does."""
+    folder = _folder(tmp_path, [_claim(tier="mathematics", kind="mathematics")], claims={"c1": {"reason": "r"}})
+    message = "band for c1, a claim of mathematics, which no rerun judges"
+    with pytest.raises(InputError, match=_exactly(folder / "rerun.json", message)):
+        expected.load_rerun(folder)
 
 
 def test_step_statistics_are_the_published_maps_and_their_bands_cover_the_authors_reruns():
@@ -133,7 +141,14 @@ def _exactly(path: Path, message: str) -> str:
         (_claim(comparison="abs"), "claim c1 compares with abs but has no numeric tolerance"),
         (_claim(comparison="rel"), "claim c1 compares with rel but has no numeric tolerance"),
         (_claim(function="guess"), "claim c1 names unknown function guess"),
-        (_claim(kind="a guess"), "claim c1 has unknown kind 'a guess' (one of theorem, setup, statistic, comparison)"),
+        (
+            _claim(kind="a guess"),
+            "claim c1 has unknown kind 'a guess' (one of theorem, setup, statistic, comparison, mathematics)",
+        ),
+        (
+            _claim(kind="mathematics"),
+            "claim c1 is of kind mathematics in tier published bundles: mathematics is both or neither",
+        ),
         ({k: v for k, v in _claim().items() if k not in ("unit", "kind")}, "claim c1 lacks unit, kind"),
         ({k: v for k, v in _claim().items() if k != "id"}, "claim ? lacks id"),
         (_claim(tolerance=-1), "claims[0].tolerance: -1 is outside [0, inf]"),

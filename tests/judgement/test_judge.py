@@ -150,13 +150,14 @@ def test_judge_all_writes_every_field_of_each_row(monkeypatch):
     rows = judge.judge_all({"models": models}, "rerun", "all", claims=claims)
     assert asked == [claims]
     common = {"claim": None, "quote": "q", "source": "s", "function": "scale_comparisons", "unit": "comparisons"}
-    common |= {"tier": "published bundles", "kind": "setup"}
+    common |= {"tier": "published bundles", "kind": "setup", "tolerance": "-"}
     want = [
-        {"id": "pass", "measured_value": None, "measured": "-", "verdict": "SKIP", "expected": "-"},
-        {"id": "fail", "measured_value": 3.5, "measured": "3.5", "verdict": "FAIL", "expected": "≤ 3"},
-        {"id": "skip", "measured_value": None, "measured": "-", "verdict": "SKIP", "expected": "-"},
-        {"id": "never", "measured_value": None, "measured": "-", "verdict": "SKIP", "expected": "-"},
+        {"id": "pass", "measured_value": None, "measured": "-", "verdict": "SKIP", "expected": "-", "quoted": "15,240"},
+        {"id": "fail", "measured_value": 3.5, "measured": "3.5", "verdict": "FAIL", "expected": "≤ 3", "quoted": "3"},
+        {"id": "skip", "measured_value": None, "measured": "-", "verdict": "SKIP", "expected": "-", "quoted": "1"},
+        {"id": "never", "measured_value": None, "measured": "-", "verdict": "SKIP", "expected": "-", "quoted": "5"},
     ]
+    want[1] |= {"tolerance": "upper bound", "cause": "measured 3.5, above the bound ≤ 3", "accepted": [None, 3.0]}
     reasons = ["not judged on reruns (it does not depend on the run; the default verify judges it)", "band"]
     reasons += ["not judged on reruns (it does not depend on the run; the default verify judges it)"] * 2
     for row, w, why in zip(rows, want, reasons):
@@ -255,9 +256,109 @@ def test_every_model_argument_names_a_model_and_nothing_else_does():
 
 
 def test_summarise_counts_and_fails_on_any_failure():
-    rows = [{"verdict": v} for v in ("PASS", "SKIP", "PASS")]
-    assert judge.summarise(rows) == {"passed": 2, "failed": 0, "skipped": 1, "verdict": "PASS"}
-    assert judge.summarise([*rows, {"verdict": "FAIL"}])["verdict"] == "FAIL"
+    rows = [{"verdict": v, "kind": k} for v, k in (("PASS", "setup"), ("SKIP", "theorem"), ("PASS", "mathematics"))]
+    assert judge.summarise(rows) == {
+        "passed": 2,
+        "failed": 0,
+        "skipped": 1,
+        "verdict": "PASS",
+        "by_kind": {  # in expected.KINDS' order, only the kinds there are
+            "theorem": {"passed": 0, "failed": 0, "skipped": 1},
+            "setup": {"passed": 1, "failed": 0, "skipped": 0},
+            "mathematics": {"passed": 1, "failed": 0, "skipped": 0},
+        },
+    }
+    failed = judge.summarise([*rows, {"verdict": "FAIL", "kind": "setup"}])
+    assert failed["verdict"] == "FAIL" and failed["by_kind"]["setup"] == {"passed": 1, "failed": 1, "skipped": 0}
+
+
+def test_a_rerun_leaves_the_claims_of_mathematics_to_the_default_job_and_says_so_in_one_line():
+    entries = [{"id": "m", "tier": "mathematics"}, {"id": "b", "tier": "published bundles"}]
+    assert judge.judged_in("published", entries) == (entries, [])
+    assert judge.judged_in("rerun", entries) == (entries[1:], entries[:1])
+    assert judge.left_out_line([]) is None
+    line = judge.left_out_line(entries[:1] * 13)
+    assert line.startswith("13 claims of mathematics") and "./reproduce.sh verify judges them" in line
+
+
+@pytest.mark.parametrize(
+    "j,quoted,words",
+    [
+        (Judgement(0.121, "abs", 0.0005, ""), 0.121, "± 0.0005"),
+        (Judgement(100.0, "rel", 0.3, ""), 100.0, "± 30%"),
+        (Judgement(0, "exact", None, ""), 0, "exact"),
+        (Judgement(1e-9, "le", None, ""), 1e-9, "upper bound"),
+        (Judgement(4e-4, "lt", None, ""), 4e-4, "upper bound"),
+        (Judgement(0, "ge", None, ""), 0, "lower bound"),
+        (Judgement(0, "gt", None, ""), 0, "lower bound"),
+        (Judgement(52.0, "abs", 8.0, ""), 54.0, "52 ± 8"),  # a band centred elsewhere: the whole of it
+        (Judgement(1, "exact", None, ""), True, "= 1"),  # 1 is not True: never shown as the quote's own
+    ],
+)
+def test_the_tolerance_column_says_what_the_judgement_accepts_around_the_quote(j, quoted, words):
+    assert judge.tolerance_text(j, quoted) == words
+
+
+def test_an_interval_holds_exactly_what_passes():
+    for j in (  # binary-exact ends (the strips draw them; at round-off scale an end may differ by an ulp)
+        Judgement(0.75, "abs", 0.25, ""),
+        Judgement(-2.0, "rel", 0.25, ""),
+        Judgement(1.0, "le", None, ""),
+        Judgement(1.0, "ge", None, ""),
+        Judgement(3, "exact", None, ""),
+    ):
+        lo, hi = judge.interval(j)
+        for x, outward in ((lo, -math.inf), (hi, math.inf)):
+            if math.isfinite(x):  # a finite end passes, the next double beyond it does not
+                assert passes(x, j) and not passes(math.nextafter(x, outward), j), (j, x)
+            else:  # an unbounded end: the bound holds however far that way
+                assert passes(math.copysign(1e300, outward), j), (j, x)
+    assert judge.interval(Judgement(1.0, "lt", None, "")) == (-math.inf, 1.0)
+    assert judge.interval(Judgement(0.0, "gt", None, "")) == (0.0, math.inf)
+    assert judge.interval(Judgement(True, "exact", None, "")) is None
+    assert judge.interval(Judgement([0, 1200], "exact", None, "")) is None
+
+
+@pytest.mark.parametrize(
+    "measured,j,said",
+    [
+        (309.02, Judgement(100.0, "rel", 0.3, ""), "measured 309.02, above the accepted 70 to 130"),
+        (60, Judgement(100.0, "rel", 0.3, ""), "measured 60, below the accepted 70 to 130"),
+        (0.12, Judgement(0.121, "abs", 0.0005, ""), "measured 0.12, below the accepted 0.1205 to 0.1215"),
+        (2, Judgement(0, "exact", None, ""), "measured 2, where exactly 0 is expected"),
+        (1.5, Judgement(1, "le", None, ""), "measured 1.5, above the bound ≤ 1"),
+        (4e-4, Judgement(4e-4, "lt", None, ""), "measured 0.0004, above the bound < 0.0004"),
+        (0.0, Judgement(0.0, "gt", None, ""), "measured 0, below the bound > 0"),
+        (-1, Judgement(0, "ge", None, ""), "measured -1, below the bound ≥ 0"),
+        ("disagree: [1, 2]", Judgement(6, "abs", 0.5, ""), "measured disagree: [1, 2], where a number is expected"),
+        (math.nan, Judgement(6, "abs", 0.5, ""), "measured nan, where a number is expected"),
+        (True, Judgement(1, "ge", None, ""), "measured True, where a number is expected"),
+    ],
+)
+def test_a_failure_says_where_its_measurement_lies_against_what_was_accepted(measured, j, said):
+    assert not passes(measured, j)
+    assert judge.against(measured, j) == said
+
+
+def test_a_failure_of_the_far_field_says_which_direction_settles_where():
+    exact = {"theta_deg": [0.0, 2.0, 4.0, 6.0], "settle_radius": [14.0, 309.02, 72.3, 133.9], "never_agree": 0}
+    far = {"radius": [2.0, 60.0, 120.0], "agreement": [0.0, 0.5, 0.75], "exact": exact}
+    results = {"mathematics": {"far_field": far}}
+    entry = {"function": "far_field_full_radius"}
+    said = judge.cause(entry, 309.02, Judgement(100.0, "rel", 0.3, ""), results)
+    assert said == (
+        "measured 309.02, above the accepted 70 to 130: the direction at 2° agrees with its antipode for good only "
+        "from radius 309.0, the one at 6° from 133.9, and every other of the 4 by 72.3"
+    )
+    sweep = judge.cause({"function": "far_field_max_agreement"}, 0.75, Judgement(1, "exact", None, ""), results)
+    assert "on the sweep (radius 2 to 120) at most 3 of 4 directions agree; the direction at 2°" in sweep
+    never = {**exact, "settle_radius": [14.0, None, 72.3, 133.9], "never_agree": 1}
+    assert "1 of the 4 directions lie on a far-field border" in judge.cause(
+        entry, math.inf, Judgement(100.0, "rel", 0.3, ""), {"mathematics": {"far_field": {**far, "exact": never}}}
+    )
+    assert judge.cause({"function": "keys_total"}, 2, Judgement(0, "exact", None, ""), results) == (
+        "measured 2, where exactly 0 is expected"
+    )
 
 
 def test_a_stopped_run_gets_a_row_per_statistic_at_each_step_it_reached():
@@ -302,3 +403,16 @@ def test_a_stopped_runs_entry_names_its_step_model_and_band_in_every_field():
     ]
     band["models"]["goat_v"] = one | {"published": 0.9}
     assert judge.separation_notes({1200: {"ent": band}}) == []
+
+
+def test_a_stopped_run_measures_its_setup_facts_where_their_claims_wait_for_the_end(monkeypatch):
+    """A setup fact holds at any step: a run stopped early shows what it trained (setup.steps: the steps
+    trained) on a row skipped for its stop; a statistic of the final model is neither judged nor measured."""
+    claims = [_claim("steps", "softmax", 12000), _claim("stat", "softmax", 12000) | {"kind": "statistic"}]
+    bands = {"steps": {"reason": "band", "truncated": False}, "stat": {"reason": "band", "truncated": False}}
+    monkeypatch.setattr(expected, "load_rerun", lambda claims: bands)
+    rows = judge.judge_all({"models": {"softmax": {"scale_comparisons": 900}}}, "rerun", "truncated", claims=claims)
+    assert [(r["verdict"], r["measured"]) for r in rows] == [("SKIP", "900"), ("SKIP", "-")]
+    assert rows[0]["tolerance_reason"] == "needs the final model: skipped on a run stopped before its last step"
+    absent = judge.judge_all({"models": {}}, "rerun", "truncated", claims=claims[:1])
+    assert [(r["verdict"], r["measured"]) for r in absent] == [("SKIP", "-")]  # no model, nothing to measure

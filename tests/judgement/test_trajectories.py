@@ -66,7 +66,17 @@ def test_each_value_is_set_beside_the_rerun_band_it_would_be_judged_with():
     ]
     one = trajectories.statistic_spread(entry, 53.9583, runs, band)
     assert [v["in_rerun_band"] for v in one["values"]] == [True, True, False, False]
-    assert one["rerun_band"] == {"value": 54, "comparison": "abs", "tolerance": 5.0, "covers": 2, "judged_inside": True}
+    assert one["rerun_band"] == {
+        "value": 54,
+        "comparison": "abs",
+        "tolerance": 5.0,
+        "interval": [49.0, 59.0],  # what the strips draw: exactly the values that pass
+        "covers": 2,
+        "judged_inside": True,
+    }
+    assert one["quote_interval"] == [53.5, 54.5]
+    bound = {**entry, "comparison": "le", "tolerance": None}
+    assert trajectories.statistic_spread(bound, 53.9583, runs)["quote_interval"] == [None, 54]  # unbounded below
     assert not trajectories.statistic_spread(entry, 48.0, runs, band)["rerun_band"]["judged_inside"]
     assert "rerun_band" not in trajectories.statistic_spread(entry, 53.9583, runs)  # no band given: none shown
     assert trajectories.rerun_band(CLAIMS["hull.yat_b.inside"], {}) is None  # a claim without a band

@@ -117,22 +117,14 @@ def _source(url: str, mirror: Path | None) -> dict:
     return {"source": "mirror", "mirror": str(mirror)} if mirror else {"source": "network", "url": url}
 
 
-def _describe(record: dict) -> str:
-    return f"the mirror {record['mirror']}" if record["source"] == "mirror" else "the network"
-
-
-def _cache_origin(url: str, path: Path, mirror: Path | None) -> dict:
-    """A cache hit: its recorded source and date, and why it is stale when it is."""
-    recorded, configured = _read_sidecar(path), _source(url, mirror)
+def _cache_origin(url: str, path: Path) -> dict:
+    """A cache hit: where and when it was fetched, as recorded beside it (nothing for a file an earlier
+    version fetched). Its bytes matched the pinned sha256 whichever source filled it, so where that
+    was is provenance, not a warning."""
+    recorded = _read_sidecar(path)
     origin = {"source": "cache", "url": url, "cache": str(path)}
-    if recorded is None:
-        return {**origin, "stale": "its source and date were not recorded (fetched by an earlier version)"}
-    origin.update(fetched=recorded.get("fetched"), fetched_from=recorded["source"], mirror=recorded.get("mirror"))
-    if {k: recorded.get(k) for k in configured} != configured:
-        origin["stale"] = (
-            f"fetched from {_describe(recorded)} on {recorded.get('fetched')}; the configured source, "
-            f"{_describe(configured)}, was not consulted (the sha256 still matches)"
-        )
+    if recorded is not None:
+        origin.update(fetched=recorded.get("fetched"), fetched_from=recorded["source"], mirror=recorded.get("mirror"))
     return origin
 
 
@@ -192,7 +184,7 @@ def fetch(url: str, mirror: Path | None = None, progress: bool = False) -> Path:
             raise _cache_error(_sidecar(path), exc) from exc
         ORIGINS[path] = record
     else:
-        ORIGINS[path] = _cache_origin(url, path, mirror)
+        ORIGINS[path] = _cache_origin(url, path)
     return path
 
 
@@ -205,7 +197,7 @@ def _download_failed(url: str, exc: Exception) -> InputError:
 
 def origin(path: Path) -> dict:
     """Where an input came from: network (with the URL), mirror (with the folder), cache (with the
-    original source, when it was fetched, and whether it is stale) or local (a file given here)."""
+    original source and when it was fetched, where recorded) or local (a file given here)."""
     return ORIGINS.get(Path(path), {"source": "local"})
 
 

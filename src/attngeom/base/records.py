@@ -17,6 +17,7 @@ class Counts(TypedDict):
     failed: int
     skipped: int
     verdict: str
+    by_kind: NotRequired[dict[str, dict[str, int]]]  # expected.KINDS -> passed, failed, skipped (judge.summarise)
 
 
 class ClaimRow(TypedDict):
@@ -33,8 +34,12 @@ class ClaimRow(TypedDict):
     measured_value: object
     measured: str
     expected: str
+    quoted: str  # the quote's value, as a reviewer reads it
+    tolerance: str  # what the judgement accepts around it (judge.tolerance_text), "-" when skipped
+    accepted: NotRequired[list[float | None] | None]  # a judged claim's: the values it accepts (judge.accepted)
     tolerance_reason: str
     verdict: str  # judge.VERDICTS
+    cause: NotRequired[str]  # a failing claim's: why, in one sentence from the data (judge.cause)
     ensemble: NotRequired[dict]  # a stopped run's statistic: the measured ensemble its band comes from (rerun.json)
 
 
@@ -45,6 +50,7 @@ class EvidenceRecord(TypedDict):
     why: str
     scope: str
     stopped_after: int | None
+    steps: NotRequired[int | None]  # the schedule's length (cfg STEPS)
     line: str
 
 
@@ -72,6 +78,9 @@ class Report(TypedDict):
     preflight: dict | None
     bundles: str
     claims: list[ClaimRow]
+    left_out: NotRequired[
+        str
+    ]  # a rerun's: the claims of mathematics it leaves to the default verify (judge.left_out_line)
     trajectories: NotRequired[dict]  # each trajectory statistic and comparison beside the measured trajectories
     provenance: Provenance
 

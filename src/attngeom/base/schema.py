@@ -392,6 +392,7 @@ def _spread(value: Spec, ids: bool = True) -> Record:
 
 _COUNT = Number(0, integer=True)
 _SUMMARY = Record({"n": _COUNT, **{k: Number() for k in ("mean", "min", "max")}, "std": Number(0)}, other=None)
+_INTERVAL = Items(Maybe(Number()), min_len=2, max_len=2)  # what a judgement accepts (judge.interval): null, unbounded
 TRAJECTORIES = Record(
     {
         "sources": Items(Text()),
@@ -417,11 +418,13 @@ TRAJECTORIES = Record(
                             "none": Text(),
                             "spread": _spread(Number(), ids=False),
                             "within_quote": _COUNT,
+                            "quote_interval": Maybe(_INTERVAL),
                             "rerun_band": Record(
                                 {
                                     "value": _VALUE,
                                     "comparison": _COMPARISON,
                                     "tolerance": Maybe(Number(0)),
+                                    "interval": Maybe(_INTERVAL),
                                     "covers": _COUNT,
                                     "judged_inside": Flag(),
                                 },
@@ -470,7 +473,13 @@ trajectories at its step (their values and `robustness.spread`), each comparison
 REPORT_JSON = Record(
     {
         "summary": Record(
-            {k: Number(0, integer=True) for k in ("passed", "failed", "skipped")} | {"verdict": Text(16)},
+            {k: Number(0, integer=True) for k in ("passed", "failed", "skipped")}
+            | {
+                "verdict": Text(16),
+                "by_kind": Record(
+                    other=Record({k: _COUNT for k in ("passed", "failed", "skipped")}, other=None), max_len=16
+                ),
+            },
             required=("passed", "failed", "skipped", "verdict"),
         ),
         "tier": Text(100),

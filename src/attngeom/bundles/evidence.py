@@ -44,6 +44,7 @@ class Evidence:
     stopped_after: int | None = None
     preflight: dict | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    steps: int | None = None  # the schedule's length (cfg STEPS): what a run stopped early did not reach
 
     def line(self) -> str:
         """One line: what was chosen and why."""
@@ -122,17 +123,18 @@ def describe(
     presets = {f"{p.parent.name}/{MANIFEST}": d.get("config", {}).get("preset") for p, d in manifests.items()}
     preset = _one({k: v for k, v in presets.items() if v is not None}, "presets")
     from_manifest = f"{MANIFEST}: config.preset = {preset}; " if preset else ""
+    steps = cfg.get("STEPS") if type(cfg.get("STEPS")) is int else None  # any cfg may be read: a number or none
+    stopped = "" if stop is None else f"; stopped after step {stop:,}" + (f" of its {steps:,}" if steps else "")
     if cfg == PAPER_CFG and stop is not None:
         _check_reached(models, stop)
-        why = f"{from_manifest}cfg has the paper's configuration, STOPPED_AFTER = {stop}"
-        return Evidence("truncated paper run", "rerun", "truncated", why, stop, preflight, tuple(errors))
+        why = f"{from_manifest}cfg has the paper's configuration{stopped}"
+        return Evidence("truncated paper run", "rerun", "truncated", why, stop, preflight, tuple(errors), steps)
     if cfg == PAPER_CFG:
         why = f"{from_manifest}cfg has the paper's configuration; not the published files"
-        return Evidence("paper rerun", "rerun", "all", why, None, preflight, tuple(errors))
+        return Evidence("paper rerun", "rerun", "all", why, None, preflight, tuple(errors), steps)
     differs = [f"{k} {cfg.get(k)}, not {want}" for k, want in PAPER_CFG.items() if cfg.get(k) != want]
     kind = "smoke rerun" if preset == "smoke" else "rerun of another configuration"
-    stopped = f"; stopped after step {stop}" if stop is not None else ""
     why = (
         f"{from_manifest}cfg differs from the paper's ({'; '.join(differs[:3])}{'; ...' * (len(differs) > 3)}){stopped}"
     )
-    return Evidence(kind, "rerun", "smoke", why, stop, preflight, tuple(errors))
+    return Evidence(kind, "rerun", "smoke", why, stop, preflight, tuple(errors), steps)

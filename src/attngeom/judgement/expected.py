@@ -34,10 +34,11 @@ _FIELDS = (
     "kind",
 )
 KINDS = {
-    "theorem": "exact in any trained model: a count or identity the mathematics fixes (0 winners moved, 0 keys inside the hull, the toy's identities)",
-    "setup": "a fact of the setup: fixed by the shapes or the toy's configuration, whatever was trained (15,240 comparisons, 3,072 keys, 6 layers, the toy's radii)",
+    "theorem": "exact in any trained model: a count the mathematics fixes (0 winners moved, 0 keys inside the hull)",
+    "setup": "a fact of the setup: fixed by the shapes and the run config, whatever was trained (15,240 comparisons, 3,072 keys, 6 layers)",
     "statistic": "a statistic of one trajectory: another trajectory of the same training may give another value (distinct winners, entropy, re-elected shares, the quality gap)",
     "comparison": "a comparison between models: whether it holds, of one trajectory of each",
+    "mathematics": "an exact computation on the posts' toy (six bodies, random keys): no model is read, so it is the same on every machine and every run",
 }
 """What a claim is a property of: `kind` in expected/claims.json, the one place a claim says it."""
 
@@ -66,6 +67,10 @@ def load_claims(folder: Path | None = None) -> list[dict]:
         _check_judgement(path, e["id"], e["comparison"], e["tolerance"])
         if e["kind"] not in KINDS:
             raise InputError(f"{path}: claim {e['id']} has unknown kind {e['kind']!r} (one of {', '.join(KINDS)})")
+        if (e["kind"] == "mathematics") != (e["tier"] == "mathematics"):  # one fact, said twice: they agree
+            raise InputError(
+                f"{path}: claim {e['id']} is of kind {e['kind']} in tier {e['tier']}: mathematics is both or neither"
+            )
     return entries
 
 
@@ -78,6 +83,8 @@ def load_rerun(folder: Path | None = None, claims: list[dict] | None = None) -> 
     for cid, band in bands.items():
         if cid not in claims:
             raise InputError(f"{path}: band for unknown claim {cid}")
+        if claims[cid]["tier"] == "mathematics":  # judge.judged_in: the default verify judges it, alone
+            raise InputError(f"{path}: band for {cid}, a claim of mathematics, which no rerun judges")
         merged = {**claims[cid], **band}
         _check_judgement(path, cid, merged["comparison"], merged["tolerance"])
     return bands

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from attngeom.base.records import ClaimRow, Counts, Results
 from attngeom.judgement import expected
+from attngeom.judgement.causes import CAUSES
 from attngeom.judgement.claims import CLAIM_FUNCTIONS, MODEL_ARGS, STEP_CLAIMS
 
 VERDICTS = ("PASS", "FAIL", "SKIP")
@@ -92,6 +93,41 @@ def fmt(x) -> str:
     return f"{x:.6g}"
 
 
+def tolerance_text(j: Judgement, quoted: object) -> str:
+    """What `j` accepts around the `quoted` value, short: "± 0.0005", "± 30%", "exact", "at most"; the whole
+    judgement (`describe`) where it is centred elsewhere (a rerun band of its own value)."""
+    if j.value != quoted or type(j.value) is not type(quoted):
+        return describe(j)
+    words = {"exact": "exact", "le": "upper bound", "lt": "upper bound", "ge": "lower bound", "gt": "lower bound"}
+    if j.comparison == "abs":
+        return f"± {fmt(j.tolerance)}"
+    if j.comparison == "rel":
+        return f"± {j.tolerance:.0%}"
+    return words[j.comparison]
+
+
+def interval(j: Judgement) -> tuple[float, float] | None:
+    """The values a numeric judgement accepts, as (low, high) with infinite ends for a one-sided bound
+    (the strips draw it); None for an exact value that is not a number."""
+    v = j.value
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    half = {"abs": lambda: j.tolerance, "rel": lambda: j.tolerance * abs(v)}.get(j.comparison, lambda: 0.0)()
+    return {
+        "le": (-math.inf, v),
+        "lt": (-math.inf, v),
+        "ge": (v, math.inf),
+        "gt": (v, math.inf),
+    }.get(j.comparison, (v - half, v + half))
+
+
+def accepted(j: Judgement) -> list[float | None] | None:
+    """`interval(j)` as JSON holds it, an unbounded end as null: what report.json's rows and trajectories give
+    the strips to draw."""
+    span = interval(j)
+    return None if span is None else [None if math.isinf(end) else end for end in span]
+
+
 def describe(j: Judgement) -> str:
     """The expected value with its comparison, e.g. '0.121 ± 0.0005' or '< 0.0004'."""
     symbol = {"exact": "= ", "le": "≤ ", "lt": "< ", "ge": "≥ ", "gt": "> "}
@@ -100,6 +136,45 @@ def describe(j: Judgement) -> str:
     if j.comparison == "rel":
         return f"{fmt(j.value)} ± {j.tolerance:.0%}"
     return symbol[j.comparison] + fmt(j.value)
+
+
+def judged_in(tier: str, entries: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The claims a report in `tier` judges, and those it leaves out: a claim of mathematics does not
+    depend on the run, so only the published tier (the default verify) judges it, the same everywhere."""
+    out = [e for e in entries if tier != "published" and e["tier"] == "mathematics"]
+    return [e for e in entries if e not in out], out
+
+
+def left_out_line(out: list[dict]) -> str | None:
+    """One line for the claims a rerun's report leaves out (`judged_in`), None when it leaves none."""
+    if not out:
+        return None
+    return (
+        f"{len(out)} claims of mathematics (the posts' toy: no model is read) are not judged here: they do not "
+        "depend on the run, and ./reproduce.sh verify judges them, the same on every machine"
+    )
+
+
+def against(measured, j: Judgement) -> str:
+    """Where a measurement that fails `j` lies against what `j` accepts, in words."""
+    m = fmt(measured)
+    span = interval(j)
+    if j.comparison == "exact" or span is None:
+        return f"measured {m}, where exactly {fmt(j.value)} is expected"
+    if isinstance(measured, bool) or not isinstance(measured, (int, float)) or math.isnan(measured):
+        return f"measured {m}, where a number is expected"
+    side = "above" if measured > span[1] or (j.comparison == "lt" and measured >= j.value) else "below"
+    if j.comparison in ("abs", "rel"):
+        return f"measured {m}, {side} the accepted {fmt(span[0])} to {fmt(span[1])}"
+    return f"measured {m}, {side} the bound {describe(j)}"
+
+
+def cause(entry: dict, measured, j: Judgement, results: Results) -> str:
+    """One sentence on why a claim fails: where the measurement lies (`against`), and what in the data it
+    comes from where its family says (causes.CAUSES)."""
+    why = against(measured, j)
+    more = CAUSES.get(entry["function"])
+    return f"{why}: {more(results, entry.get('args', {}))}" if more else why
 
 
 def models_needed(entry: dict) -> list[str]:
@@ -171,33 +246,46 @@ def judge_all(
     early one per statistic at each step it reached (`reached`: `steps_reached`)."""
     entries = list(expected.load_claims() if claims is None else claims)
     rerun = expected.load_rerun(claims=entries)
-    entries += stopped_run_entries(reached or {})
+    entries = judged_in(tier, entries)[0] + stopped_run_entries(reached or {})
     rows = []
     for entry in entries:
         how = judgement_for(entry, tier, rerun, scope)
         absent = [m for m in models_needed(entry) if m not in results["models"]]
         if absent and not isinstance(how, str):
             how = f"needs {absent[0]}, not in these bundles"
-        measured = None if isinstance(how, str) else _measure(entry, results)
+        # a setup fact holds at any step, so a stopped run's is measured even where its claim waits for the end
+        shown = not absent and (not isinstance(how, str) or (scope == "truncated" and entry["kind"] == "setup"))
+        measured = _measure(entry, results) if shown else None
         row = {k: entry[k] for k in ROW_FIELDS} | ({"ensemble": entry["ensemble"]} if "ensemble" in entry else {})
         row["measured_value"] = measured if not isinstance(measured, float) or math.isfinite(measured) else None
         row["measured"] = fmt(measured) if measured is not None else "-"
+        row["quoted"] = fmt(entry["value"])
         if isinstance(how, str):
-            row.update(expected="-", tolerance_reason=how, verdict="SKIP")
+            row.update(expected="-", tolerance="-", tolerance_reason=how, verdict="SKIP")
         else:
-            row.update(
-                expected=describe(how), tolerance_reason=how.reason, verdict="PASS" if passes(measured, how) else "FAIL"
-            )
+            verdict = "PASS" if passes(measured, how) else "FAIL"
+            row.update(expected=describe(how), tolerance=tolerance_text(how, entry["value"]), accepted=accepted(how))
+            row.update(tolerance_reason=how.reason, verdict=verdict)
+            if verdict == "FAIL":
+                row["cause"] = cause(entry, measured, how, results)
         rows.append(row)
     return rows
 
 
+COUNTED = {"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}
+
+
 def summarise(rows: list[ClaimRow]) -> Counts:
-    """Counts and the overall verdict."""
+    """Counts, the overall verdict, and the counts of each kind of claim (expected.KINDS' order)."""
     count = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    kinds = [k for k in expected.KINDS if any(r["kind"] == k for r in rows)]
     return {
         "passed": count["PASS"],
         "failed": count["FAIL"],
         "skipped": count["SKIP"],
         "verdict": "PASS" if count["FAIL"] == 0 else "FAIL",
+        "by_kind": {
+            k: {word: sum(r["kind"] == k and r["verdict"] == v for r in rows) for v, word in COUNTED.items()}
+            for k in kinds
+        },
     }

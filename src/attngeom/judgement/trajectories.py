@@ -35,7 +35,7 @@ from attngeom.base.variants import PUBLISHED, model_of, published_run
 from attngeom.bundles.layout import BundleModel, attn_file, load_telemetry
 from attngeom.judgement.claims import CLAIM_FUNCTIONS
 from attngeom.judgement.expected import EXPECTED_DIR
-from attngeom.judgement.judge import Judgement, judgement_for, models_needed, passes
+from attngeom.judgement.judge import Judgement, accepted, judgement_for, models_needed, passes
 from attngeom.judgement.robustness import spread, summary
 from attngeom.measures.table import TABLE, by_step, checkpoint_labels
 
@@ -169,12 +169,18 @@ def statistic_spread(
     out |= {
         "spread": spread([v["value"] for v in values], entry["value"]),
         "within_quote": sum(passes(v["value"], quote) for v in values),
+        "quote_interval": accepted(quote),
     }
     if band is None:
         return out
     for v in values:
         v["in_rerun_band"] = passes(v["value"], band)
-    covered = {"value": band.value, "comparison": band.comparison, "tolerance": band.tolerance}
+    covered = {
+        "value": band.value,
+        "comparison": band.comparison,
+        "tolerance": band.tolerance,
+        "interval": accepted(band),
+    }
     return out | {
         "rerun_band": covered
         | {
@@ -272,3 +278,15 @@ def section(
             e["id"]: build[e["kind"]](e, judged.get(e["id"]), trajectories) for e in claims if e["kind"] in build
         },
     }
+
+
+def reached(section_: dict, stop: int) -> dict:
+    """The section (`section`) of a run stopped after step `stop`: only what is measured at the steps it
+    reached, so that nothing of a step it never trained stands beside it."""
+    kept = {}
+    for cid, one in section_["claims"].items():
+        if one["kind"] == "statistic" and one["step"] is not None and one["step"] <= stop:
+            kept[cid] = one
+        elif one["kind"] == "comparison" and (steps := [r for r in one["steps"] if r["step"] <= stop]):
+            kept[cid] = {**one, "steps": steps}
+    return {**section_, "claims": kept}

@@ -38,8 +38,10 @@ def model_results(model: BundleModel, measures: table.Measures | None = None) ->
     nearest_LH, aligned_LH = (a[0] for a in m.agreement)
     rows = m.rows
     census = tuple(stats.CENSUS_HEAD)
+    sharpest = tuple(int(i) for i in np.unravel_index(np.argmin(entropy_LH[final]), entropy_LH[final].shape))
     best = model.run["best_val"]  # None: stopped before its first evaluation
     best = None if best is None else float(best)
+    stop = model.cfg.get("STOPPED_AFTER")
     out = {
         "variant": model.variant,
         "seed": model.seed,
@@ -49,6 +51,8 @@ def model_results(model: BundleModel, measures: table.Measures | None = None) ->
             "head_dim": D,
             "window": T,
             "steps": model.cfg.get("STEPS"),
+            # steps 0 to STOPPED_AFTER for a run stopped early, else its whole schedule
+            "steps_trained": model.cfg.get("STEPS") if stop is None else stop + 1,
             "checkpoints": steps,
             "scorable_rows_per_head": rows,
         },
@@ -71,6 +75,9 @@ def model_results(model: BundleModel, measures: table.Measures | None = None) ->
             "head": list(stats.SWEEP_HEAD),
             "scales": _round(stats.SWEEP_SCALES),
             "changed": _round(m.sweep_SW[:, 0]),
+            # the author's export picks its head by a rule: the sharpest, lowest mean normalised entropy of the last map
+            "sharpest_head": list(sharpest),
+            "sharpest_max_changed": float(stats.scale_sweep(model, head=sharpest).max()),
         },
         "census_head": {
             "head": list(census),
