@@ -91,8 +91,9 @@ def test_the_bundles_seed0_gap_is_kept_as_a_statistic(published_root, runs_json)
     q = results.quality_results(models, runs_json)
     soft, yat = (models[v].run["best_val"] for v in ("softmax", "yat_b"))
     assert q["bundle_gap_to_softmax"] == {"yat_b": pytest.approx(abs(yat - soft) / min(yat, soft))}
-    lines = markdown.quality_lines(q)
-    assert "runs.json" in lines[0] and lines[1].startswith("- seed-0 bundle gap") and "2.23%" in lines[1]
+    items = "\n".join(markdown.quality_lines(q)).split("\n- ")  # one item each, wrapped
+    assert len(items) == 2 and "runs.json" in items[0] and items[1].startswith("seed-0 bundle gap")
+    assert "2.23%" in items[1]
 
 
 def write_runs(tmp_path: Path, data: object) -> Path:

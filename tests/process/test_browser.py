@@ -15,6 +15,7 @@ import pytest
 from helpers import REPO
 
 from attngeom.geometry import toy
+from attngeom.report import headline
 from attngeom.report import page as html_report
 
 pytestmark = pytest.mark.browser
@@ -103,7 +104,7 @@ def test_table_holds_every_claim(browser, page):
     rows = browser.find_elements(By.CSS_SELECTOR, "#claims tr[data-claim]")
     assert [row.get_attribute("data-claim") for row in rows] == [c["id"] for c in claims]
     s = page[1]["summary"]
-    assert f"{s['passed']} passed, {s['failed']} failed" in browser.find_element(By.ID, "verdict").text
+    assert headline.verdict_sentence(page[1]) in browser.find_element(By.ID, "verdict").text
     failing = [row for row in rows if row.get_attribute("class") == "FAIL"]
     assert len(failing) == s["failed"]
     passing = [row for row in rows if row.get_attribute("class") == "PASS"]
@@ -190,6 +191,11 @@ def test_drag_changes_maps_and_shares(browser, tmp_path):
     browser.execute_script("window.scrollTo(0, 0);")
     browser.save_screenshot(str(shots[0]))
     assert all(s.stat().st_size > 5000 for s in shots)
+    _keep(shots)
+
+
+def _keep(shots: list[Path]) -> None:
+    """Copy screenshots into $ATTNGEOM_ARTIFACTS where it is set (the test's own tmp_path keeps them anyway)."""
     if os.environ.get("ATTNGEOM_ARTIFACTS"):
         dest = Path(os.environ["ATTNGEOM_ARTIFACTS"])
         dest.mkdir(parents=True, exist_ok=True)
@@ -207,11 +213,16 @@ def test_statistics_table_and_readable_math(browser, page):
     loss = next(i for i, label in enumerate(labels) if label.startswith("best validation loss"))
     cells = table.find_elements(By.CSS_SELECTOR, "tbody tr")[loss].find_elements(By.TAG_NAME, "td")
     assert cells[1].text.startswith("1.4838") and cells[2].text.startswith("1.5169")
-    quote = browser.find_element(By.CSS_SELECTOR, "tr[data-claim='toy.far.reaches_100'] blockquote").text
-    assert "the 1/t correction sets" in quote and "$" not in quote
-    formula = browser.find_element(By.CSS_SELECTOR, "tr[data-claim='toy.far.correction'] blockquote")
-    assert "\\" not in formula.text and "·" in formula.text
-    assert formula.find_element(By.TAG_NAME, "sup").text == "2"
+    quote = browser.find_element(By.CSS_SELECTOR, "tr[data-claim='toy.far.reaches_100'] + tr.more blockquote").text
+    assert "the 1/t correction sets" in quote and "$" not in quote  # a failing claim's details are open
+    formula = browser.find_element(By.CSS_SELECTOR, "tr[data-claim='toy.far.correction'] + tr.more blockquote")
+    assert not formula.is_displayed()  # a passing claim's details are closed until asked for
+    browser.execute_script("arguments[0].closest('details').open = true;", formula)
+    try:
+        assert "\\" not in formula.text and "·" in formula.text
+        assert formula.find_element(By.TAG_NAME, "sup").text == "2"
+    finally:
+        browser.execute_script("arguments[0].closest('details').open = false;", formula)
 
 
 @pytest.mark.parametrize("width", [900, 1280])
@@ -284,7 +295,7 @@ def test_every_trajectory_statistic_is_shown_beside_the_measured_trajectories(br
     for row in rows:
         one = statistics[row.get_attribute("data-claim")]
         cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
-        assert cells[4].startswith("none: " if "spread" not in one else f"{len(one['values'])}: "), cells
+        assert cells[4].startswith("none: " if "spread" not in one else f"{len(one['values'])}, "), cells
     measured = [cid for cid, one in statistics.items() if "spread" in one]
     assert measured and len(measured) < len(statistics)  # the quality gap is no statistic of the maps
     assert (
@@ -293,10 +304,8 @@ def test_every_trajectory_statistic_is_shown_beside_the_measured_trajectories(br
     )
     for cid in measured:
         figure = browser.find_element(By.CSS_SELECTOR, f"#trajectories ~ div figure.trajectory[data-claim='{cid}']")
-        dots = figure.find_elements(By.CSS_SELECTOR, "svg circle[fill='#1565c0']")
-        assert len(dots) == len(statistics[cid]["values"]) and figure.find_element(
-            By.CSS_SELECTOR, "svg line[stroke='#c62828']"
-        )
+        dots = figure.find_elements(By.CSS_SELECTOR, "svg circle.value")
+        assert len(dots) == len(statistics[cid]["values"]) and figure.find_element(By.CSS_SELECTOR, "svg line.quote")
         assert browser.execute_script(
             "const r = arguments[0].getBoundingClientRect(); return r.width > 100 && r.right <= window.innerWidth",
             figure,
@@ -304,4 +313,70 @@ def test_every_trajectory_statistic_is_shown_beside_the_measured_trajectories(br
     inversion = browser.find_element(By.CSS_SELECTOR, "#trajectory-comparisons li[data-claim='inversion']").text
     at1200 = next(r for r in section["inversion"]["steps"] if r["step"] == 1200)
     assert at1200["held"] == at1200["pairings"] > 0, "the sharper-rowed softmax crowns more winners on every pairing"
-    assert f"At step 1,200: holds on every one of {at1200['pairings']} pairings" in inversion
+    assert f"At step 1,200: holds on all {at1200['pairings']} pairings" in inversion
+
+
+_OVERFLOWING_CELLS = """
+return Array.from(document.querySelectorAll('#claims td')).filter((td) => td.getClientRects().length
+  && td.scrollWidth > td.clientWidth + 1).map((td) => td.closest('tbody').querySelector('tr').dataset.claim
+  + ': ' + td.className + ' ' + td.scrollWidth + ' > ' + td.clientWidth);"""
+
+_STRIPS = """
+const inside = (e, vb) => { const b = e.getBBox(); return b.x >= vb.x - 0.5 && b.y >= vb.y - 0.5
+  && b.x + b.width <= vb.x + vb.width + 0.5 && b.y + b.height <= vb.y + vb.height + 0.5; };
+return Array.from(document.querySelectorAll('figure.trajectory')).map((f) => {
+  const svg = f.querySelector('svg'), vb = svg.viewBox.baseVal, box = (e) => ({x: +e.getAttribute('x'),
+    width: +e.getAttribute('width')});
+  const marks = Array.from(svg.querySelectorAll('rect.band, rect.tolerance, circle.value, circle.judged, line.quote'));
+  return {claim: f.dataset.claim, inside: marks.every((e) => inside(e, vb)), right: f.getBoundingClientRect().right,
+    band: Array.from(svg.querySelectorAll('rect.band')).map(box),
+    tolerance: Array.from(svg.querySelectorAll('rect.tolerance')).map(box),
+    dots: Array.from(svg.querySelectorAll('circle.value')).map((c) => +c.getAttribute('cx')),
+    legend: (f.querySelector('.legend') || {}).textContent};
+});"""
+
+
+@pytest.mark.parametrize("width", [400, 1400])
+def test_the_page_reads_on_a_phone_and_a_desktop(browser, page, width, tmp_path):
+    """At 400 and 1400 px: the page never scrolls sideways, no claims-table cell overflows (every detail
+    open), PASS badges stay on one line, and each trajectory strip holds its tolerance, its rerun band and
+    every trajectory inside its drawing, with its legend on it; the screenshots are kept."""
+    from selenium.webdriver.common.by import By
+
+    browser.set_window_size(width, 1200)
+    try:
+        assert browser.execute_script("return window.innerWidth") == width
+        browser.execute_script("window.scrollTo(0, 0);")
+        top = tmp_path / f"page_{width}.png"
+        browser.save_screenshot(str(top))
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        heights = browser.execute_script(
+            "return Array.from(document.querySelectorAll('#claims .badge.PASS')).map((b) =>"
+            " [b.getBoundingClientRect().height, parseFloat(getComputedStyle(b).fontSize)]);"
+        )
+        assert heights and all(h < 1.9 * size for h, size in heights), "a PASS badge wraps"
+        section = page[1]["trajectories"]["claims"]
+        drawn = browser.execute_script(_STRIPS)
+        assert [d["claim"] for d in drawn] == [c for c, one in section.items() if "spread" in one]
+        for d in drawn:
+            one = section[d["claim"]]
+            assert d["inside"] and d["right"] <= width, d
+            assert len(d["band"]) == (one.get("rerun_band") is not None) and len(d["tolerance"]) == 1, d
+            assert "quoted" in d["legend"] and "the quote's tolerance" in d["legend"]
+            lo, hi = one["quote_interval"]
+            (t,) = d["tolerance"]
+            for value, x in zip((v["value"] for v in one["values"]), d["dots"]):
+                if (lo is None or lo <= value) and (hi is None or value <= hi):  # inside the tolerance: drawn inside
+                    assert t["x"] - 0.5 <= x <= t["x"] + t["width"] + 0.5, (d["claim"], value)
+        strip = tmp_path / f"strips_{width}.png"
+        browser.find_element(By.CSS_SELECTOR, "#trajectories ~ div.strips").screenshot(str(strip))
+        browser.execute_script("document.querySelectorAll('#claims details').forEach((d) => { d.open = true; });")
+        assert browser.execute_script(_OVERFLOWING_CELLS) == []
+        assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+        assert all(s.stat().st_size > 5000 for s in (top, strip))
+        _keep([top, strip])
+    finally:
+        browser.execute_script(
+            "document.querySelectorAll('#claims details').forEach((d) => { d.open = d.closest('tbody.FAIL') !== null; });"
+        )
+        browser.set_window_size(1280, 1600)

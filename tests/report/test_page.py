@@ -11,7 +11,9 @@ import numpy as np
 from helpers import REPO
 from PIL import Image
 
+from attngeom.report import headline
 from attngeom.report import page as html_report
+from attngeom.report import trajectory_words as words
 
 
 def _claim(cid: str, verdict: str, quote: str = "exactly 0 winners move") -> dict:
@@ -63,17 +65,25 @@ def _write_gif(path: Path, frames: int = 3) -> None:
     images[0].save(path, save_all=True, append_images=images[1:], duration=100, loop=0)
 
 
+def _text(fragment: str) -> str:
+    """An HTML fragment as the text a reader sees: tags dropped, entities read."""
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
 def test_verdict_claims_and_provenance(tmp_path: Path):
     page = html_report.write_html(tmp_path, _report(), RESULTS, []).read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>")
-    verdict = re.search(r'<div class="verdict (\w+)" id="verdict">([^<]*)', page)
-    assert verdict.group(1) == "FAIL" and "1 passed, 1 failed, 1 skipped" in verdict.group(2)
+    verdict = re.search(r'<div class="verdict (\w+)" id="verdict">(.*?)</div>', page, re.DOTALL)
+    assert verdict.group(1) == "FAIL" and "FAIL: 1 of 2 judged claims pass, 1 fail, 1 skipped." in _text(
+        verdict.group(2)
+    )
     assert page.index('id="verdict"') < page.index('id="claims"')
     rows = re.findall(r'<tr class="(\w+)" id="claim-([\w.]+)"', page)
     assert rows == [("PASS", "a.pass"), ("FAIL", "b.fail"), ("SKIP", "c.skip")]
-    assert 'href="#claim-b.fail"' in page  # the failing claim is linked from the verdict
+    assert 'href="#claim-b.fail"' in verdict.group(2)  # the failing claim is linked from the verdict
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in page
     assert "<td>from the network (https://example.org/g.npz)</td>" in page  # where each input came from
+    page = page.replace("<wbr>", "")  # ids and function names may wrap after a dot or an underscore
     for text in (
         "0.121 ± 0.0005",
         "0.1213",
@@ -180,7 +190,7 @@ def test_statistics_table_says_what_the_markdown_says(tmp_path: Path):
     markdown = "\n".join(report.statistics_table(results))
     assert cells and all(c in markdown for c in cells)
     assert "1.4838 (2.141)" in cells and "1.5169 (2.141)" in cells
-    assert "steps 0, 1,200, 6,000, 12,000" in table
+    assert "mean normalised entropy at step 12,000" in table
     assert 'id="statistics-table"' not in html_report.render(tmp_path, _report(), RESULTS, [])
 
 
@@ -209,9 +219,89 @@ def test_each_trajectory_statistic_has_a_row_and_a_strip_where_one_is_measured(t
     assert rows == ["scale.yat_b.0.5x", "occupancy.yat_b.final"]
     strips = re.findall(r'<figure class="trajectory" data-claim="([^"]+)">(.*?)</figure>', section)
     assert [cid for cid, _ in strips] == ["occupancy.yat_b.final"], "no strip where none is measured"
-    svg = strips[0][1]
-    assert svg.count('fill="#1565c0"') == 2 and svg.count('stroke="#c62828"') == 1 and "these bundles: 53.96" in svg
+    svg = re.search(r"<svg.*?</svg>", strips[0][1]).group(0)
+    assert svg.count('<circle class="value"') == 2 and svg.count('<line class="quote"') == 1
+    assert "these bundles: 53.96" in svg
+    one = doc["trajectories"]["claims"]["occupancy.yat_b.final"]
+    band = one["rerun_band"]["interval"]
+    assert f"rerun band: {band[0]:.4g} to {band[1]:.4g}" in svg  # the band and the tolerance, drawn as intervals
+    assert "the quote&#x27;s tolerance: 53.5 to 54.5" in svg
+    legend = re.search(r'<p class="legend">.*?</p>', strips[0][1]).group(0)  # the legend sits on the strip
+    assert all(k in legend for k in ("these bundles", "quoted", "the quote&#x27;s tolerance", "rerun band"))
     assert "none: no trajectory of yat_b measured at step 12,000" in section
-    assert re.search(
-        r'<li data-claim="inversion"><code>inversion</code>: at step 12,000 \(quoted\).*fails on 1 of 2', section
-    )
+    item = re.search(r'<li data-claim="inversion">(.*?)</li>', section).group(1)
+    assert _text(item).startswith("inversion: at step 12,000 (quoted)") and "fails on 1 of 2" in item
+    assert html.escape(words.MEANING) in page  # a trajectory and a band are said where the page first uses them
+
+
+def _failing_report() -> dict:
+    """A report as verify writes it: counts by kind, a failing claim with its cause, a skipped one, a
+    rerun's line on what it leaves out; hostile text in each."""
+    doc = _report()
+    doc["summary"]["by_kind"] = {
+        "statistic": {"passed": 1, "failed": 0, "skipped": 1},
+        "mathematics": {"passed": 0, "failed": 1, "skipped": 0},
+    }
+    a, b, c = doc["claims"]
+    a |= {"kind": "statistic", "quoted": "0.121", "tolerance": "± 0.0005"}
+    b |= {"kind": "mathematics", "quoted": "[0, 1200, 6000, 12000]", "tolerance": "exact", "function": "far_field"}
+    b |= {"cause": "the direction at 76° agrees only from radius 309 <b>", "claim": "$1/t$ <i>sets</i> it"}
+    c |= {"kind": "statistic", "tolerance_reason": "no bundle of <goat_v>", "measured": "-"}
+    doc["left_out"] = "This rerun leaves 13 claims of mathematics to the default verify <script>"
+    return doc
+
+
+def test_the_verdict_says_what_reports_opening_says(tmp_path: Path):
+    """The page's first screen has REPORT.md's sentences (report.headline): the verdict, the counts by kind,
+    what a rerun leaves out, each failure's one-sentence cause linked to its row, the skipped with why."""
+    doc = _failing_report()
+    page = html_report.render(tmp_path, doc, RESULTS, [])
+    box = re.search(r'<div class="verdict FAIL" id="verdict">(.*?)</div>', page, re.DOTALL).group(1)
+    said = _text(box)
+    for sentence in headline.headline(doc):
+        assert sentence in said, sentence
+    for cid, why in headline.failure_lines(doc["claims"]):
+        assert f"{cid}: {why.replace('$', '')}" in said
+        assert f'<a href="#claim-{cid}">' in box
+    for why, ids in headline.skip_groups(doc["claims"]):
+        assert headline.skip_sentence(why, ids) in said
+    assert "verify <script>" not in page and "verify &lt;script&gt;." in box
+    assert "<b>" not in box and "&lt;goat_v&gt;" in box
+    assert said.index("pass, 1 fail") < said.index("Why it fails") < said.index("1 skipped:")
+
+
+def test_claims_are_short_rows_with_their_details_below(tmp_path: Path):
+    """REPORT.md's columns, a number never wrapped inside, ids wrapping only after a dot or an underscore,
+    and the quote, its place, the reason and the function in a details element of the claim's own tbody
+    (open where the claim fails, with its cause first)."""
+    page = html_report.render(tmp_path, _failing_report(), RESULTS, [])
+    table = re.search(r'<table id="claims">.*?</table>', page, re.DOTALL).group(0)
+    heads = re.findall(r"<th>([^<]*)</th>", table)
+    assert heads == ["claim", "kind", "quoted", "measured", "tolerance", "verdict"]
+    bodies = re.findall(r'<tbody class="claim (\w+)">(.*?)</tbody>', table, re.DOTALL)
+    assert [v for v, _ in bodies] == ["PASS", "FAIL", "SKIP"]
+    failing = bodies[1][1]
+    assert '<td class="id"><code>b.<wbr>fail</code></td>' in failing
+    assert '<td class="num list" data-label="quoted">[0, 1200, 6000, 12000]</td>' in failing  # wraps between items
+    assert '<td class="tol" data-label="tolerance">exact</td>' in failing
+    assert re.search(r'<td class="num" data-label="quoted">0\.121</td>', bodies[0][1])
+    assert '<td class="tol" data-label="tolerance">±&nbsp;0.0005</td>' in bodies[0][1]  # never "±" alone on a line
+    details = re.search(r"<details( open)?><summary>(.*?)</summary>(.*?)</details>", failing, re.DOTALL)
+    assert details.group(1) == " open" and details.group(2) == "1/t &lt;i&gt;sets&lt;/i&gt; it"
+    more = _text(details.group(3))
+    assert more.startswith("Why it fails: the direction at 76° agrees only from radius 309 <b>.")
+    assert "Measuring Attention's Geometry, 'The census'" in more and "Computed by far_field." in more
+    assert "float16 round-off" in more and "&lt;script&gt;alert(1)&lt;/script&gt;" in details.group(3)
+    assert re.search(r"<details>", bodies[0][1]) and "Skipped: no bundle of &lt;goat_v&gt;" in bodies[2][1]
+    assert "far_<wbr>field" in failing and '<span class="badge FAIL">FAIL</span>' in failing
+
+
+def test_the_style_sheet_keeps_numbers_and_verdicts_whole():
+    """Numbers and badges never wrap inside; ids are never broken anywhere (they carry <wbr> instead);
+    the claims become cards and wide tables scroll in their own box on a narrow screen."""
+    css = re.sub(r"/\*.*?\*/", "", (html_report.ASSETS / "report.css").read_text(encoding="utf-8"), flags=re.DOTALL)
+    rule = {m.group(1).strip(): m.group(2) for m in re.finditer(r"([^{}]+)\{([^{}]*)\}", css)}
+    assert "white-space: nowrap" in rule["td.num, td.tol, .num"] and "white-space: nowrap" in rule[".badge"]
+    assert "overflow-x: auto" in rule[".wide"]
+    assert "@media (max-width: 640px)" in css and "content: attr(data-label)" in css
+    assert not any("anywhere" in body for sel, body in rule.items() if "#claims" in sel or "code" in sel.split(","))

@@ -13,8 +13,10 @@ from pathlib import Path
 from attngeom.base import environment, fetch
 from attngeom.base.files import git_commit, machine, shown, versions, write_atomic, write_json_atomic
 from attngeom.base.records import Provenance, Report, Results
-from attngeom.judgement.judge import fmt
+from attngeom.measures.stats import SWEEP_HEAD
 from attngeom.measures.table import TABLE, checkpoint_labels
+from attngeom.report import headline
+from attngeom.report import trajectory_words as words
 
 
 def provenance(inputs: dict[Path, str], expected_sha: dict[str, str]) -> Provenance:
@@ -60,6 +62,62 @@ def md_code(value: object, cell: bool = False) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+WIDTH = 110  # a paragraph's lines, wrapped: read in a terminal and in a diff (tables stay within LONGEST)
+LONGEST = 160  # no line of REPORT.md is longer (a test checks it)
+
+
+class Code(str):
+    """A piece of a paragraph shown as a code span (`md_code`), never broken across lines."""
+
+
+_OPENS_BLOCK = tuple(
+    (re.compile(pattern), escaped)
+    for pattern, escaped in (
+        (r"^([-+])(?= |$)", r"\\\1"),  # a bullet list item
+        (r"^([-=])(?=[-= ]*$)", r"\\\1"),  # a setext underline or a thematic break
+        (r"^(#)(?=#{0,5}( |$))", r"\\\1"),  # an ATX heading
+        (r"^(\d{1,9})([.)])(?= |$)", r"\1\\\2"),  # an ordered list item
+    )
+)
+"""What would open a block at a line's start (CommonMark 4 and 5; md_text escapes the other openers), and its escape."""
+
+
+def md_wrap(pieces: list[str], lead: str = "", rest: str = "", width: int = WIDTH) -> list[str]:
+    """A paragraph of literal text and `Code` pieces in lines of about `width` characters, the first opened
+    by `lead`, the others by `rest`: rendered, it reads as the pieces joined, whatever they hold.
+
+    Text is escaped (`md_text`) and broken only at a single space between two words outside a code span,
+    so no line starts or ends with a space (two at an end would be a hard break) and no code span is
+    broken; a line that would open a block has that character escaped (CommonMark 2.4).
+    """
+    text, zones = "", []
+    for piece in pieces:
+        if isinstance(piece, Code):
+            part = md_code(piece)
+            zones.append((len(text), len(text) + len(part)))
+        else:
+            part = md_text(piece)
+            part = part.lstrip(" ") if not text else part  # a paragraph starts and ends with no space
+        text += part
+    text = text.rstrip(" ")  # a code span ends with its fence: only text is stripped
+    coded = set().union(*(range(a, b) for a, b in zones)) if zones else set()
+    breaks = [
+        i for i in range(1, len(text) - 1) if text[i] == " " and text[i - 1] != " " != text[i + 1] and i not in coded
+    ]
+    lines, start = [], 0
+    while len(text) - start > width:
+        fits = [i for i in breaks if start < i <= start + width]
+        cut = fits[-1] if fits else next((i for i in breaks if i > start), None)
+        if cut is None:
+            break
+        lines.append(text[start:cut])
+        start = cut + 1
+    lines.append(text[start:])
+    for pattern, escaped in _OPENS_BLOCK:
+        lines = [pattern.sub(escaped, line) for line in lines]
+    return [(rest if i else lead) + line for i, line in enumerate(lines) if line]
+
+
 def statistics_rows(results: Results) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """Per-model statistics, quoted or not: the models, then (label, one cell per model) rows.
 
@@ -68,20 +126,27 @@ def statistics_rows(results: Results) -> tuple[list[str], list[tuple[str, list[s
     """
     models = results["models"]
     first = next(iter(models.values()))
-    at = ", ".join(f"{s:,}" for s in checkpoint_labels(first["setup"]["checkpoints"], first["setup"]["steps"]))
+    labels = checkpoint_labels(first["setup"]["checkpoints"], first["setup"]["steps"])
+    window = first["setup"]["window"]
+
+    def by_step(label: str, values: Callable[[dict], list], fmt: str) -> list[tuple[str, Callable[[dict], str]]]:
+        """One row per checkpoint: a statistic's value at each step, as the claims count the steps."""
+        return [
+            (f"{label} at step {step:,}", lambda m, i=i: f"{values(m)[i]:{fmt}}" if i < len(values(m)) else "-")
+            for i, step in enumerate(labels)
+        ]
+
     rows = [
         (
             "winners moved at t = " + ", ".join(f"{float(t):g}" for t in first["scale_t"]),
             lambda m: ", ".join(f"{v:.1%}" for v in m["scale_changed"].values()),
         ),
         ("mean normalised entropy (final)", lambda m: f"{m['mean_norm_entropy_final']:.4f}"),
-        (
-            f"mean normalised entropy at steps {at}",
-            lambda m: " → ".join(f"{v:.4f}" for v in m.get("mean_norm_entropy_by_step", {}).values()) or "-",
-        ),
-        (
-            f"distinct winners of 128 at steps {at} (mean over heads)",
-            lambda m: " → ".join(f"{v * m['setup']['window']:.1f}" for v in m["occupancy_by_step"].values()),
+        *by_step("mean normalised entropy", lambda m: list(m.get("mean_norm_entropy_by_step", {}).values()), ".4f"),
+        *by_step(
+            f"distinct winners of {window} (mean over heads)",
+            lambda m: [v * m["setup"]["window"] for v in m["occupancy_by_step"].values()],
+            ".1f",
         ),
         (
             "distinct winners, final, min / max over heads",
@@ -89,16 +154,21 @@ def statistics_rows(results: Results) -> tuple[list[str], list[tuple[str, list[s
                 f"{m['occupancy_final_min'] * m['setup']['window']:.0f} / {m['occupancy_final_max'] * m['setup']['window']:.0f}"
             ),
         ),
-        (
-            f"census head (layer 4, head 1) distinct owners at steps {at}",
-            lambda m: " → ".join(str(v) for v in m["census_head"]["distinct_by_step"].values()),
+        *by_step(
+            "census head (layer 4, head 1) distinct owners",
+            lambda m: list(m["census_head"]["distinct_by_step"].values()),
+            "",
         ),
         ("keys inside the others' hull", lambda m: f"{m['keys_inside_hull']} of {m['keys_total']:,}"),
         (
             "winner is the nearest key / the best-aligned key",
             lambda m: f"{m['winner_is_nearest']:.1%} / {m['winner_is_aligned']:.1%}",
         ),
-        ("largest change in the 41-scale sweep (layer 1, head 1)", lambda m: f"{max(m['scale_sweep']['changed']):.1%}"),
+        (
+            f"largest change in the 41-scale sweep, the judged head (layer {SWEEP_HEAD[0] + 1}, head {SWEEP_HEAD[1] + 1})",
+            _sweep_by_position,
+        ),
+        ("largest change in the 41-scale sweep, the sharpest head (the author's rule)", _sweep_by_rule),
         (
             "best validation loss, nats (bits per character)",
             lambda m: "no evaluation yet" if m["best_val"] is None else f"{m['best_val']:.4f} ({m['bpc']:.3f})",
@@ -112,6 +182,19 @@ def statistics_rows(results: Results) -> tuple[list[str], list[tuple[str, list[s
     return list(models), [(label, [get(m) for m in models.values()]) for label, get in rows]
 
 
+def _sweep_by_position(m: dict) -> str:
+    return f"{max(m['scale_sweep']['changed']):.1%}"
+
+
+def _sweep_by_rule(m: dict) -> str:
+    """The sweep on the head the author's export animates: its lowest-entropy head (older results lack it)."""
+    sweep = m["scale_sweep"]
+    if "sharpest_head" not in sweep:
+        return "-"
+    layer, head = sweep["sharpest_head"]
+    return f"{sweep['sharpest_max_changed']:.1%} (layer {layer + 1}, head {head + 1})"
+
+
 def statistics_table(results: Results) -> list[str]:
     """Per-model statistics, quoted or not, as Markdown lines."""
     models, rows = statistics_rows(results)
@@ -120,26 +203,17 @@ def statistics_table(results: Results) -> list[str]:
     return lines
 
 
-def failing_lines(claims: list[dict]) -> list[str]:
-    """The failing claims, one line each with what was measured against what was expected."""
-    failing = [c for c in claims if c["verdict"] == "FAIL"]
-    if not failing:
-        return []
-    lines = [f"Failing claims ({len(failing)}):", ""]
-    lines += [
-        f"- {md_code(c['id'])}: {md_text(c['claim'])}: measured {md_text(c['measured'])}, expected {md_text(c['expected'])}"
-        for c in failing
-    ]
-    return [*lines, ""]
-
-
-def preflight_line(preflight: dict) -> str:
-    """The run's fidelity preflight (recorded in its manifest) in one line."""
-    verdict = preflight.get("verdict", "ERROR")
+def preflight_lines(preflight: dict) -> list[str]:
+    """The run's fidelity preflight (recorded in its manifest), wrapped; anything but PASS in bold."""
+    verdict = str(preflight.get("verdict", "ERROR"))
     mark = "PASS" if verdict == "PASS" else f"**{md_text(verdict)}**"
-    return (
-        f"Fidelity preflight: {mark} ({md_text(preflight.get('steps', '?'))} steps on {md_text(preflight.get('device', '?'))}, "
-        f"against the author's training script; {md_code(preflight.get('file', 'fidelity.json'))})."
+    return md_wrap(
+        [
+            f"({preflight.get('steps', '?')} steps on {preflight.get('device', '?')}, against the author's training script; ",
+            Code(preflight.get("file", "fidelity.json")),
+            ").",
+        ],
+        lead=f"Fidelity preflight: {mark} ",
     )
 
 
@@ -149,24 +223,36 @@ def quality_lines(quality: dict) -> list[str]:
     runs = quality.get("companion")
     if runs:
         per = "; ".join(
-            f"{md_text(name)} {m['mean']:.4f} ± {m['std']:.4f} over seeds {', '.join(map(str, m['seeds']))} "
+            f"{name} {m['mean']:.4f} ± {m['std']:.4f} over seeds {', '.join(map(str, m['seeds']))} "
             f"({', '.join(f'{v:.4f}' for v in m['best_val'])})"
             for name, m in runs["mechanisms"].items()
         )
-        lines.append(
-            f"- judged on the companion's runs {md_code(runs['file'])}: mean best validation loss (± population "
-            f"standard deviation, recomputed from each seed): {per}"
+        lines += md_wrap(
+            [
+                "judged on the companion's runs ",
+                Code(runs["file"]),
+                f": mean best validation loss (± population standard deviation, recomputed from each seed): {per}",
+            ],
+            "- ",
+            "  ",
         )
     gaps = quality.get("bundle_gap_to_softmax") or {}
     if gaps:
-        lines.append(
-            "- seed-0 bundle gap (these bundles' best validation loss, one seed each; a statistic, not the "
-            "quoted one): " + ", ".join(f"{md_text(name)} {gap:.2%} from softmax" for name, gap in gaps.items())
+        lines += md_wrap(
+            [
+                "seed-0 bundle gap (these bundles' best validation loss, one seed each; a statistic, not the quoted "
+                "one): " + ", ".join(f"{name} {gap:.2%} from softmax" for name, gap in gaps.items())
+            ],
+            "- ",
+            "  ",
         )
     return lines
 
 
 def _spread(summary: dict, fmt: str) -> str:
+    """Mean ± standard deviation (min to max, n); one value is only itself."""
+    if summary["n"] == 1:
+        return f"{summary['mean']:{fmt}} (one value)"
     return f"{summary['mean']:{fmt}} ± {summary['std']:{fmt}} ({summary['min']:{fmt}} to {summary['max']:{fmt}}, n = {summary['n']})"
 
 
@@ -178,26 +264,34 @@ def robustness_lines(robust: dict) -> list[str]:
     """The robustness section: theorem counts over every window and seed, then each measured
     statistic's distribution over windows and over seeds beside the published value."""
     if not robust:
-        return [
-            (
-                "These bundles hold one window of one seed (no `windows_*.npz` file, no other seed): the judged "
-                "values above are all there is. A rerun with extra windows or seeds adds their distributions here."
-            )
-        ]
+        return md_wrap(
+            [
+                "These bundles hold one window of one seed (no ",
+                Code("windows_*.npz"),
+                " file, no other seed): the judged values above are all there is. A rerun with extra windows or seeds "
+                "adds their distributions here.",
+            ]
+        )
     first = next(iter(robust.values()))
     lines = [
-        "Seed 0's fixed window is the value judged above; here every statistic on every window of every seed found "
-        f"(seeds {', '.join(map(str, first['seeds']))}; windows per seed: "
-        + "; ".join(f"{v} {', '.join(f's{s}: {w}' for s, w in m['windows'].items())}" for v, m in robust.items())
-        + "). Theorem counts are summed over all windows; a theorem must hold on every one. Spreads are mean ± "
-        "population standard deviation (min to max).",
+        *md_wrap(
+            [
+                "Seed 0's fixed window is the value judged above; here every statistic on every window of every seed "
+                f"found (seeds {', '.join(map(str, first['seeds']))}; windows per seed: "
+                + "; ".join(
+                    f"{v} {', '.join(f's{s}: {w}' for s, w in m['windows'].items())}" for v, m in robust.items()
+                )
+                + "). Theorem counts are summed over all windows; a theorem must hold on every one. Spreads are mean ± "
+                "population standard deviation (min to max)."
+            ]
+        ),
         "",
         "| model | winners moved under query scaling | keys inside the others' hull |",
         "| --- | --- | --- |",
     ]
     for v, m in robust.items():
         counts = (m["counts"][c] for c in ("scale_moved_rows", "keys_inside_hull"))
-        cells = (
+        cells = (  # bold only where the posts quote a value for this model (the paper's models) and it differs
             f"**{c['count']:,} of {c['out_of']:,}** (the published value is {c['published']})"
             if c["published"] is not None and c["count"] != c["published"]
             else f"{c['count']:,} of {c['out_of']:,}"
@@ -221,198 +315,160 @@ def robustness_lines(robust: dict) -> list[str]:
 
 def ensemble_lines(claims: list[dict]) -> list[str]:
     """The statistics of a stopped run that have a measured ensemble: the run's value beside the published
-    one and the ensemble's range (the band derives from it, see `bands`)."""
-    rows = [c for c in claims if "ensemble" in c]
-    if not rows:
-        return []
-    lines = [
-        "| statistic | this run | published | ensemble: members, range (mean ± std) | run in range | source |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    for c in rows:
+    one and the ensemble's range (the band derives from it, see `bands`), one item each."""
+    lines = []
+    for c in claims:
+        if "ensemble" not in c:
+            continue
         e, run = c["ensemble"], c["measured_value"]
-        inside = "-" if run is None else ("yes" if e["min"] <= run <= e["max"] else "**no**")
-        lines.append(
-            f"| {md_text(c['claim'])} ({md_code(c['id'], cell=True)}) | {md_text(c['measured'])} | {e['published']:.6g} "
-            f"| {len(e['members'])}: {e['min']:.4g} to {e['max']:.4g} ({e['mean']:.4g} ± {e['std']:.2g}) | {inside} "
-            f"| {md_code(e['source'], cell=True)} |"
+        inside = (
+            ""
+            if run is None
+            else ("; this run inside it" if e["min"] <= run <= e["max"] else "; this run **outside** it")
         )
+        lines += md_wrap(
+            [
+                Code(c["id"]),
+                f" ({c['claim']}): this run {c['measured']}, published {e['published']:.6g}; the ensemble of "
+                f"{len(e['members'])} members {e['min']:.4g} to {e['max']:.4g} ({e['mean']:.4g} ± {e['std']:.2g}), from ",
+                Code(e["source"]),
+            ],
+            "- ",
+            "  ",
+        )
+        lines[-1] += inside
     return lines
 
 
-def _stands(s: dict) -> str:
-    """Where a quoted value stands among the trajectories' values (`robustness.spread`)."""
-    if s["published_inside"]:
-        z = s["published_in_std"]
-        return "inside their range" + ("" if z is None else f" ({z:+.1f} sd from their mean)")
-    return "above every one" if s["published"] > s["max"] else "below every one"
-
-
-TRAJECTORY_COLUMNS = (
-    "claim",
-    "step",
-    "quoted",
-    "these bundles",
-    "trajectories: number, values",
-    "the quote stands",
-    "within the quote's tolerance",
-    "within the rerun band",
-)
-"""The columns of the table of statistics beside the measured trajectories: the claim, then `trajectory_cells`."""
-
-
-def trajectory_cells(one: dict) -> list[str]:
-    """A statistic claim beside the measured trajectories (trajectories.statistic_spread), as the cells the
-    report shows: step, quoted, these bundles, the trajectories, where the quote stands, within the quote, and
-    within the rerun band (the judged bundles' value first: "inside" or "outside", then the trajectories')."""
-    step = "-" if one["step"] is None else f"{one['step']:,}"
-    head = [step, fmt(one["quoted"]), "-" if one["judged"] is None else fmt(one["judged"])]
-    if "spread" not in one:
-        return [*head, f"none: {one['none']}", "-", "-", "-"]
-    s, n = one["spread"], len(one["values"])
-    values = fmt(s["min"]) if s["min"] == s["max"] else f"{fmt(s['min'])} to {fmt(s['max'])}"
-    band = one.get("rerun_band")
-    in_band = "-" if band is None else f"{band['covers']} of {n}"
-    if band is not None and one["judged"] is not None:
-        in_band = f"these bundles {'inside' if band['judged_inside'] else 'outside'}; {in_band}"
-    return [*head, f"{n}: {values}", _stands(s), f"{one['within_quote']} of {n}", in_band]
-
-
-def comparison_text(one: dict) -> str:
-    """A comparison beside the measured trajectories (trajectories.comparison_spread), in one sentence per step."""
-    parts = []
-    for row in one["steps"]:
-        at = f"at step {row['step']:,}" + (" (quoted)" if row["step"] == one["step"] else "")
-        if not row["pairings"]:
-            counts = ", ".join(f"{m} {n}" for m, n in row["measured"].items())
-            parts.append(f"{at}: no pairing of trajectories measured (trajectories there: {counts})")
-            continue
-        ranges = "; ".join(
-            f"{m} ({max(r['n'] for r in by_key.values())}): "  # the trajectories its pairings used
-            + ", ".join(
-                f"{(TABLE[k].per_step or k).replace('_', ' ')} {fmt(r['min'])}"
-                + ("" if r["min"] == r["max"] else f" to {fmt(r['max'])}")
-                for k, r in by_key.items()
-            )
-            for m, by_key in row["ranges"].items()
-        )
-        verdict = (
-            "holds on every one" if row["held"] == row["pairings"] else f"fails on {row['pairings'] - row['held']}"
-        )
-        parts.append(f"{at}: {verdict} of {row['pairings']} pairings ({ranges})")
-    return ". ".join(parts[:1] + [p[0].upper() + p[1:] for p in parts[1:]]) + "."
-
-
 def trajectory_lines(report: Report) -> list[str]:
-    """The section beside every measured trajectory: each trajectory statistic's spread at its step, and
-    whether each comparison holds on every pairing of trajectories."""
+    """The section beside every measured trajectory, in plain words: what a trajectory and a band are, each
+    trajectory statistic against the trajectories at its step, and each comparison on every pairing."""
     section = report.get("trajectories")
     if not section:
         return []
     claims = {c["id"]: c for c in report["claims"]}
-    lines = [
-        "Each quoted statistic of one trajectory, on every trajectory of the same training measured at its step, "
-        f"and each comparison on every pairing of them ({len(section['trajectories'])} trajectories from "
-        + ", ".join(map(md_text, section["sources"]))
-        + "). The verdicts above judge the author's numbers; this shows how far they move from one trajectory "
-        "to another.",
-        "",
-        "| " + " | ".join(TRAJECTORY_COLUMNS) + " |",
-        "|" + " --- |" * len(TRAJECTORY_COLUMNS),
-    ]
+    lines = [*md_wrap([words.MEANING]), "", *md_wrap([words.intro(section)]), ""]
     for cid, one in section["claims"].items():
-        if one["kind"] == "statistic":
-            cells = " | ".join(map(md_text, trajectory_cells(one)))
-            lines.append(f"| {md_text(claims[cid]['claim'])} ({md_code(cid, cell=True)}) | {cells} |")
-    lines.append("")
-    lines += [
-        f"- {md_code(cid)}: {md_text(comparison_text(one))}"
-        for cid, one in section["claims"].items()
-        if one["kind"] == "comparison"
-    ]
+        said = words.statistic_sentence(one) if one["kind"] == "statistic" else words.comparison_text(one)
+        lines += md_wrap([Code(cid), f" ({claims[cid]['claim']}): {said}"], "- ", "  ")
+    return lines
+
+
+def claims_table(claims: list[dict]) -> list[str]:
+    """One row per claim, short: id, kind, quoted, measured, tolerance, verdict (the details follow it)."""
+    lines = ["| claim | kind | quoted | measured | tolerance | verdict |", "| --- | --- | --- | --- | --- | --- |"]
+    mark = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIP": "SKIP"}
+    for c in claims:
+        cells = (_short(c.get(k, "-")) for k in ("kind", "quoted", "measured", "tolerance"))
+        lines.append(f"| {md_code(c['id'], cell=True)} | " + " | ".join(cells) + f" | {mark[c['verdict']]} |")
+    return lines
+
+
+def _short(value: object, most: int = 24) -> str:
+    """A table cell's text, cut to `most` characters (the details below the table give it whole)."""
+    text = str(value)
+    return md_text(text if len(text) <= most else text[: most - 1] + "…")
+
+
+def claim_details(c: dict) -> list[str]:
+    """A claim's quote, its place in the post, how it is judged and why, as text below the table."""
+    judged = (
+        f"Judged: {c['expected']} ({c['tolerance_reason']}); measured {c['measured']}."
+        if c["verdict"] != "SKIP"
+        else f"Skipped: {c['tolerance_reason']}" + ("" if c["measured"] == "-" else f"; measured {c['measured']}") + "."
+    )
+    lines = [f"### {md_code(c['id'])}: {c['verdict']}", "", *md_wrap([c["claim"].rstrip(".") + "."]), ""]
+    lines += [*md_wrap([f"\u201c{c['quote']}\u201d ({c['source']})"], "> ", "> "), ""]
+    lines += md_wrap([judged + " Computed by ", Code(c.get("function", "-")), "."])
+    if c.get("cause"):
+        lines += ["", *md_wrap([f"Why it fails: {c['cause']}."])]
+    return [*lines, ""]
+
+
+def opening(report: Report) -> list[str]:
+    """The first screen: the verdict and how each kind fared, why each failure fails, what was skipped
+    and why, then what the evidence is (headline's sentences)."""
+    said, verdict = headline.headline(report), report["summary"]["verdict"]
+    rest = said[0].removeprefix(verdict)
+    lines = [*md_wrap([rest], lead=f"**{md_text(verdict)}**" + " " * rest.startswith(" ")), ""]
+    for sentence in said[1:]:
+        lines += [*md_wrap([sentence]), ""]
+    failures = headline.failure_lines(report["claims"])
+    if failures:
+        lines += [f"Why {'each' if len(failures) > 1 else 'it'} fails:", ""]
+        for cid, why in failures:
+            lines += md_wrap([Code(cid), f": {why}"], "- ", "  ")
+        lines.append("")
+    skipped = headline.skip_groups(report["claims"])
+    if skipped:
+        for why, ids in skipped:
+            lines += md_wrap([headline.skip_sentence(why, ids) + "."], "- ", "  ")
+        lines.append("")
+    for w in report.get("warnings", []):
+        lines += [*md_wrap([f"Warning: {w}"]), ""]
+    if "evidence" in report:
+        lines += [*md_wrap([f"Evidence: {report['evidence']['line'].removeprefix('evidence: ')}."]), ""]
+    if report.get("preflight"):
+        lines += [*preflight_lines(report["preflight"]), ""]
     return lines
 
 
 def markdown(report: Report, results: Results) -> str:
-    """REPORT.md: the verdict, one table row per claim, then every model's statistics."""
-    s = report["summary"]
-    lines = [
-        "# attngeom: verification report",
-        "",
-        f"**{s['verdict']}**: {s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped "
-        f"(tier: {md_text(report['tier'])}; {md_text(report['provenance']['date'])}).",
-        "",
-        *failing_lines(report["claims"]),
-        *[f"Warning: {md_text(w)}" + "\n" for w in report.get("warnings", [])],
-    ]
-    if "evidence" in report:
-        lines += [f"Evidence: {md_text(report['evidence']['line'].removeprefix('evidence: '))}.", ""]
-    if report.get("preflight"):
-        lines += [preflight_line(report["preflight"]), ""]
-    lines += [
-        "| verdict | claim | kind | quote (place in the post) | expected | measured | tolerance reason |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    stale = [path for path, o in report["provenance"].get("sources", {}).items() if o.get("stale")]
-    if stale:
-        lines[4:4] = [f"Note: {len(stale)} input(s) came from a stale download cache (see Provenance).", ""]
+    """REPORT.md: the first screen (`opening`), one short row per claim, each claim's details, then every
+    model's statistics and where everything came from."""
+    lines = ["# attngeom: verification report", "", *opening(report), "## Claims", "", *claims_table(report["claims"])]
+    lines += ["", "## What each claim says, and how it is judged", ""]
     for c in report["claims"]:
-        mark = {"PASS": "PASS", "FAIL": "**FAIL**", "SKIP": "SKIP"}[c["verdict"]]
-        lines.append(
-            f"| {mark} | {md_text(c['claim'])} ({md_code(c['id'], cell=True)}) | {md_text(c.get('kind', '-'))} "
-            f'| "{md_text(c["quote"])}" ({md_text(c["source"])}) '
-            f"| {md_text(c['expected'])} | {md_text(c['measured'])} | {md_text(c['tolerance_reason'])} |"
-        )
+        lines += claim_details(c)
     if spread := ensemble_lines(report["claims"]):
-        lines += ["", "## Beside the ensemble of trajectories", "", *spread]
+        lines += ["## Beside the ensemble of trajectories", "", *spread, ""]
     if spread := trajectory_lines(report):
-        lines += ["", "## Beside every measured trajectory", "", *spread]
+        lines += ["## Beside other trajectories of the same training", "", *spread, ""]
     if results["models"]:
-        lines += ["", "## Statistics per model", "", *statistics_table(results)]
+        lines += ["## Statistics per model", "", *statistics_table(results), ""]
     if quality := quality_lines(results.get("quality", {})):
-        lines += ["", "## Quality", "", *quality]
+        lines += ["## Quality", "", *quality, ""]
     if "robustness" in results:
-        lines += ["", "## Robustness: every window and seed", "", *robustness_lines(results["robustness"])]
+        lines += ["## Robustness: every window and seed", "", *robustness_lines(results["robustness"]), ""]
     p = report["provenance"]
     lines += [
-        "",
         "## Provenance",
         "",
-        f"- command: {md_code(p['command'])}",
-        f"- machine: {md_text(p['machine'])}",
-        f"- package: attngeom {md_text(p['versions'].get('attngeom', '?'))}, git commit {md_text(p['git_commit'])}",
-        "- versions: " + ", ".join(f"{md_text(k)} {md_text(v)}" for k, v in p["versions"].items()),
-        f"- environment: {md_text(environment.describe(p.get('environment')))}",
-        "- expected values: " + ", ".join(f"{md_text(k)} {md_code(v)}" for k, v in p["expected_sha256"].items()),
+        *md_wrap(["command: ", Code(p["command"])], "- ", "  "),
+        *md_wrap([f"date: {p['date']}"], "- ", "  "),
+        *md_wrap([f"machine: {p['machine']}"], "- ", "  "),
+        *md_wrap([f"package: attngeom {p['versions'].get('attngeom', '?')}, git commit {p['git_commit']}"], "- ", "  "),
+        *md_wrap(["versions: " + ", ".join(f"{k} {v}" for k, v in p["versions"].items())], "- ", "  "),
+        *md_wrap([f"environment: {environment.describe(p.get('environment'))}"], "- ", "  "),
+        *md_wrap(
+            ["expected values: "] + [x for k, v in p["expected_sha256"].items() for x in (f"{k} ", Code(v), "; ")][:-1],
+            "- ",
+            "  ",
+        ),
         "- inputs:",
     ]
     sources = p.get("sources", {})
-    lines += [
-        f"  - {md_code(path)}: {md_code(sha)}{source_note(sources.get(path), md_text, md_code)}"
-        for path, sha in p["inputs"].items()
-    ]
+    for path, sha in p["inputs"].items():
+        lines += md_wrap([Code(path)], "  - ", "    ")
+        lines += md_wrap(["sha256 ", Code(sha), source_note(sources.get(path))], "    ", "    ")
     return "\n".join(lines) + "\n"
 
 
-def source_note(origin: dict | None, text: Callable[[object], str] = str, code: Callable[[object], str] = str) -> str:
-    """Where an input came from, as a reviewer reads it (a stale cache entry says so); its values quoted
-    by `text` and its paths by `code`: plain by default (index.html escapes the note itself), REPORT.md
-    passes md_text and md_code."""
+def source_note(origin: dict | None) -> str:
+    """Where an input came from, as a reviewer reads it (plain text: each report quotes it its own way).
+    Every input matched its pinned sha256, wherever it came from."""
     if not origin:
         return ""
     if origin["source"] == "network":
-        return f", from the network ({text(origin['url'])})"
+        return f", from the network ({origin['url']})"
     if origin["source"] == "mirror":
-        return f", from the mirror {code(origin['mirror'])} ({text(origin['url'])})"
+        return f", from the mirror {origin['mirror']} ({origin['url']})"
     if origin["source"] == "local":
         return ", a local file"
-    where = f"the mirror {code(origin['mirror'])}" if origin.get("fetched_from") == "mirror" else "the network"
-    note = (
-        f", from the cache (fetched from {where}, {text(origin['url'])}, on {text(origin['fetched'])})"
-        if origin.get("fetched")
-        else ""
-    )
-    return note + (f"; **stale cache**: {text(origin['stale'])}" if origin.get("stale") else "")
+    if not origin.get("fetched"):
+        return f", from the download cache ({origin['url']}; where it was fetched from was not recorded)"
+    where = f"the mirror {origin['mirror']}" if origin.get("fetched_from") == "mirror" else "the network"
+    return f", from the download cache: fetched from {where} on {origin['fetched']} ({origin['url']})"
 
 
 def write_report(out: Path, report: Report, results: Results) -> None:

@@ -1,8 +1,9 @@
 """The reviewer's report as one self-contained `index.html`: verdict, claims, figures, provenance.
 
 Everything is inline (the style sheet and the live territory map's script from assets/, the
-figures as base64 data URIs), so the file opens from disk with no network. The page only presents what `report.json` and
-`results.json` already hold; it computes nothing that is judged.
+figures as base64 data URIs, the strips as SVG from report/strips.py), so the file opens from disk with no
+network. The page only presents what `report.json` and `results.json` already hold; it computes nothing that
+is judged. Its first screen says REPORT.md's opening sentences (report/headline.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from pathlib import Path
 from attngeom.base import environment
 from attngeom.base.files import write_atomic
 from attngeom.base.records import Report, Results
-from attngeom.report.markdown import TRAJECTORY_COLUMNS, comparison_text, source_note, statistics_rows, trajectory_cells
+from attngeom.report import headline, strips
+from attngeom.report import trajectory_words as words
+from attngeom.report.markdown import source_note, statistics_rows
 
 ASSETS = Path(__file__).with_name("assets")
 INDEX = "index.html"
@@ -50,6 +53,21 @@ def _e(value) -> str:
     return escape("" if value is None else str(value))
 
 
+def breakable(value: object) -> str:
+    """Escaped text that may wrap only after a dot or an underscore (claim ids, function names)."""
+    return re.sub(r"([._])", r"\1<wbr>", _e(value))
+
+
+def number_text(value: object) -> str:
+    """An escaped value that never wraps between a sign (±, =, ≤, <) and its number."""
+    return re.sub(r"(±|=|≤|≥|&lt;|&gt;) ", r"\1&nbsp;", _e(value))
+
+
+def _id(cid: object) -> str:
+    """A claim's id as code, linked to its row of the claims table."""
+    return f'<a href="#claim-{_e(cid)}"><code>{breakable(cid)}</code></a>'
+
+
 def math_text(value) -> str:
     """Escaped text with inline LaTeX ($1/t$, u \\cdot k, x^2) rendered as readable HTML."""
     text = re.sub(r"\$([^$]+)\$", r"\1", "" if value is None else str(value))
@@ -61,21 +79,31 @@ def math_text(value) -> str:
 
 
 def _verdict(report: dict) -> str:
-    s = report.get("summary", {})
-    verdict = s.get("verdict", "FAIL")
-    failing = [c for c in report.get("claims", []) if c.get("verdict") == "FAIL"]
-    links = ", ".join(f'<a href="#claim-{_e(c["id"])}">{_e(c["id"])}</a>' for c in failing)
-    fail_line = f'<small class="fail-list">Failing: {links}</small>' if failing else ""
-    tier = _e(report.get("tier", "published"))
+    """The first screen, in REPORT.md's sentences (report.headline): the verdict and how each kind of claim
+    fared, what a rerun leaves out, why each failure fails (linked to its row), what was skipped and why."""
+    claims = report.get("claims", [])
+    verdict = report.get("summary", {}).get("verdict", "FAIL")
+    said = headline.headline(report)
+    lines = [f'<p class="headline"><strong>{_e(verdict)}</strong>{_e(said[0].removeprefix(verdict))}</p>']
+    lines += [f"<p>{_e(line)}</p>" for line in said[1:]]
+    failures = headline.failure_lines(claims)
+    if failures:
+        lines.append(f"<p>Why {'each' if len(failures) > 1 else 'it'} fails:</p>")
+        items = "".join(f"<li>{_id(cid)}: {math_text(why)}</li>" for cid, why in failures)
+        lines.append(f'<ul class="fail-list">{items}</ul>')
+    skipped = headline.skip_groups(claims)
+    if skipped:
+        items = "".join(f"<li>{_e(headline.skip_sentence(why, ids))}.</li>" for why, ids in skipped)
+        lines.append(f'<ul class="skip-list">{items}</ul>')
+    lines += [f'<small class="warning">Warning: {_e(w)}</small>' for w in report.get("warnings", [])]
     ev = report.get("evidence")
-    chosen = f'<small id="evidence">Evidence: {_e(ev["line"].removeprefix("evidence: "))}.</small>' if ev else ""
-    warnings = "".join(f'<small class="warning">Warning: {_e(w)}</small>' for w in report.get("warnings", []))
-    return (
-        f'<div class="verdict {_e(verdict)}" id="verdict">{_e(verdict)}: {s.get("passed", 0)} passed, '
-        f"{s.get('failed', 0)} failed, {s.get('skipped', 0)} skipped"
-        f"<small>{'' if ev else f'Evidence tier: {tier}. '}Every claim below is a number quoted in the posts, "
-        f"recomputed from the bundles and judged against its tolerance.</small>{chosen}{warnings}{fail_line}</div>"
-        + _preflight(report.get("preflight"))
+    lines.append(
+        f'<small id="evidence">Evidence: {_e(ev["line"].removeprefix("evidence: "))}.</small>'
+        if ev
+        else f"<small>Evidence tier: {_e(report.get('tier', 'published'))}.</small>"
+    )
+    return f'<div class="verdict {_e(verdict)}" id="verdict">{"".join(lines)}</div>' + _preflight(
+        report.get("preflight")
     )
 
 
@@ -92,22 +120,41 @@ def _preflight(preflight: dict | None) -> str:
     )
 
 
+def _claim_rows(c: dict) -> str:
+    """A claim as two rows of its own tbody (a card on a phone): id, kind, quoted, measured, tolerance and
+    verdict, as REPORT.md's table; below, the claim, its quote, place, judgement and why a failure fails."""
+    v = c.get("verdict", "SKIP")
+    cells = "".join(
+        f'<td class="{css}{" list" if ", " in str(c.get(key, "-")) else ""}" data-label="{key}">'
+        f"{number_text(c.get(key, '-'))}</td>"
+        for key, css in (("quoted", "num"), ("measured", "num"), ("tolerance", "tol"))
+    )
+    judged = (
+        f"Skipped: {_e(c.get('tolerance_reason'))}"
+        if v == "SKIP"
+        else f'Judged: <span class="num">{number_text(c.get("expected"))}</span> ({_e(c.get("tolerance_reason"))}); '
+        f'measured <span class="num">{number_text(c.get("measured"))}</span>'
+    )
+    more = (
+        (f'<p class="cause"><b>Why it fails:</b> {math_text(c["cause"])}.</p>' if c.get("cause") else "")
+        + f'<blockquote>{math_text(c.get("quote"))}</blockquote><p class="source">{_e(c.get("source"))}</p>'
+        + f"<p>{judged}. Computed by <code>{breakable(c.get('function', '-'))}</code>.</p>"
+    )
+    return (
+        f'<tbody class="claim {_e(v)}"><tr class="{_e(v)}" id="claim-{_e(c.get("id"))}" data-claim="{_e(c.get("id"))}">'
+        f'<td class="id"><code>{breakable(c.get("id"))}</code></td>'
+        f'<td class="kind" data-label="kind">{_e(c.get("kind", "-"))}</td>{cells}'
+        f'<td class="verdict"><span class="badge {_e(v)}">{_e(v)}</span></td></tr>'
+        f'<tr class="more {_e(v)}"><td colspan="6"><details{" open" if v == "FAIL" else ""}>'
+        f"<summary>{math_text(c.get('claim'))}</summary>{more}</details></td></tr></tbody>"
+    )
+
+
 def _claims(report: dict) -> str:
-    rows = []
-    for c in report.get("claims", []):
-        v = c.get("verdict", "SKIP")
-        rows.append(
-            f'<tr class="{_e(v)}" id="claim-{_e(c.get("id"))}" data-claim="{_e(c.get("id"))}">'
-            f"<td><code>{_e(c.get('id'))}</code></td>"
-            f"<td>{math_text(c.get('claim'))}<blockquote>{math_text(c.get('quote'))}</blockquote>"
-            f'<span class="source">{_e(c.get("source"))}</span> <span class="kind">{_e(c.get("kind", ""))}</span></td>'
-            f'<td class="num">{_e(c.get("expected"))}</td><td class="num">{_e(c.get("measured"))}</td>'
-            f'<td>{_e(c.get("tolerance_reason"))}</td><td><span class="badge {_e(v)}">{_e(v)}</span></td>'
-            f"<td><code>{_e(c.get('function'))}</code></td></tr>"
-        )
-    head = "<tr><th>id</th><th>claim, quote and its place in the post</th><th>expected</th><th>measured</th>"
-    head += "<th>tolerance</th><th>verdict</th><th>computed by</th></tr>"
-    return f'<table id="claims"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>'
+    """Every claim, a short row each (one card per claim on a narrow screen), its details below it."""
+    head = "".join(f"<th>{h}</th>" for h in ("claim", "kind", "quoted", "measured", "tolerance", "verdict"))
+    rows = "".join(_claim_rows(c) for c in report.get("claims", []))
+    return f'<div class="wide"><table id="claims"><thead><tr>{head}</tr></thead>{rows}</table></div>'
 
 
 def _statistics(results: dict) -> str:
@@ -123,7 +170,7 @@ def _statistics(results: dict) -> str:
     return (
         '<h2 id="statistics">Statistics per model</h2><p>Every statistic of each model on the fixed window, quoted or '
         "not (all of them, per head, in <code>results.json</code>).</p>"
-        f'<table id="statistics-table"><thead>{head}</thead><tbody>{body}</tbody></table>'
+        f'<div class="wide"><table id="statistics-table"><thead>{head}</thead><tbody>{body}</tbody></table></div>'
     )
 
 
@@ -139,55 +186,9 @@ def _rerun(report: dict) -> str:
     return (
         '<h2 id="rerun">Published against rerun</h2><p>The author\'s published bundles and this rerun, '
         "claim by claim, with the drift between them.</p>"
-        f'<table id="rerun-table"><thead><tr><th>claim</th><th>published</th><th>rerun</th><th>drift</th></tr></thead>'
-        f"<tbody>{rows}</tbody></table>"
+        f'<div class="wide"><table id="rerun-table"><thead><tr><th>claim</th><th>published</th><th>rerun</th>'
+        f"<th>drift</th></tr></thead><tbody>{rows}</tbody></table></div>"
     )
-
-
-def _strip_svg(
-    rows: list[tuple[str, list[list[float]], float | None, float | None]], ring: str = "seed 0, fixed window"
-) -> str:
-    """One small inline SVG: per model a row of dots (one per window, a line per seed; or one per
-    ensemble member or trajectory), the published value as a red bar and the judged value (`ring`) as a
-    ring (none for a claim not judged)."""
-    values = [x for _, seeds, pub, fixed in rows for x in [*(v for s in seeds for v in s), fixed, pub] if x is not None]
-    lo, hi = min(values), max(values)
-    pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
-    lo, hi = (lo - pad if lo < 0 or lo - pad >= 0 else 0.0), hi + pad  # counts and shares stay on their side of 0
-    width, left, row_h = 420, 70, 26
-
-    def x(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * (width - left - 10)
-
-    parts = []
-    for i, (name, seeds, pub, fixed) in enumerate(rows):
-        y = 14 + i * row_h
-        parts.append(f'<text x="2" y="{y + 4}" font-size="11">{_e(name)}</text>')
-        parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y}" y2="{y}" stroke="#ddd"/>')
-        for j, seed_values in enumerate(seeds):
-            dy = (j - (len(seeds) - 1) / 2) * 4
-            parts += [
-                f'<circle cx="{x(v):.1f}" cy="{y + dy:.1f}" r="2.5" fill="#1565c0" fill-opacity="0.55"/>'
-                for v in seed_values
-            ]
-        if fixed is not None:
-            parts.append(
-                f'<circle cx="{x(fixed):.1f}" cy="{y}" r="5" fill="none" stroke="#111"><title>{_e(ring)}: {fixed:.4g}</title></circle>'
-            )
-        if pub is not None:
-            parts.append(
-                f'<line x1="{x(pub):.1f}" x2="{x(pub):.1f}" y1="{y - 9}" y2="{y + 9}" stroke="#c62828" stroke-width="2">'
-                f"<title>published: {pub:.4g}</title></line>"
-            )
-    height = 14 + len(rows) * row_h
-    parts.append(f'<text x="{left}" y="{height + 2}" font-size="10">{lo:.4g}</text>')
-    parts.append(f'<text x="{width - 10}" y="{height + 2}" font-size="10" text-anchor="end">{hi:.4g}</text>')
-    return f'<svg class="dist" width="{width}" height="{height + 6}" viewBox="0 0 {width} {height + 6}">{"".join(parts)}</svg>'
-
-
-def _strip_figure(kind: str, data: str, caption: str, rows: list[tuple], ring: str = "seed 0, fixed window") -> str:
-    """One strip (`_strip_svg` of `rows`) as a figure of class `kind`, `data` its data attribute, with its caption."""
-    return f'<figure class="{kind}" {data}><figcaption>{_e(caption)}</figcaption>{_strip_svg(rows, ring)}</figure>'
 
 
 def _ensemble(report: dict) -> str:
@@ -196,70 +197,103 @@ def _ensemble(report: dict) -> str:
     if not rows:
         return ""
     plots = "".join(
-        _strip_figure(
+        strips.figure(
             "ensemble",
             f'data-claim="{_e(c["id"])}"',
-            f"{c['claim']}: this run {c['measured']}, {len(c['ensemble']['members'])} members "
-            f"{c['ensemble']['min']:.4g} to {c['ensemble']['max']:.4g}",
-            [(c["id"].split(".")[1], [c["ensemble"]["members"]], c["ensemble"]["published"], c["measured_value"])],
-            ring="this run",
+            f"{_id(c['id'])}: {math_text(c['claim'])}: this run {_e(c['measured'])}, "
+            f"{len(c['ensemble']['members'])} members {c['ensemble']['min']:.4g} to {c['ensemble']['max']:.4g}",
+            [
+                strips.Row(
+                    "",
+                    [c["ensemble"]["members"]],
+                    c["ensemble"]["published"],
+                    c["measured_value"],
+                    band=strips.interval(c.get("accepted")),
+                )
+            ],
+            strips.Words(
+                value="an ensemble member", judged="this run", quote="published", band="the band it is judged with"
+            ),
         )
         for c in rows
     )
     source = rows[0]["ensemble"]["source"]
     return (
         '<h2 id="ensemble">Beside the ensemble of trajectories</h2><p>Each statistic this run is judged on at a '
-        "step it reached, beside an ensemble of trajectories of the same training measured on one CPU (blue dots, one "
-        f"per member; <code>{_e(source)}</code>), the published value (red bar) and this run (ring). The band the "
-        f'statistic is judged with covers the published value and every member.</p><div class="robust-plots">{plots}</div>'
+        "step it reached, beside an ensemble of trajectories of the same training measured on one CPU "
+        f"(<code>{_e(source)}</code>). The band the statistic is judged with covers the published value and every "
+        f'member.</p><div class="strips">{plots}</div>'
+    )
+
+
+def _trajectory_row(one: dict) -> strips.Row:
+    """A statistic claim's strip beside the measured trajectories: their values, the quote with its
+    tolerance, the rerun band, and these bundles' judged value."""
+    return strips.Row(
+        "",
+        [[v["value"] for v in one["values"]]],
+        one["quoted"],
+        one["judged"],
+        strips.interval(one.get("quote_interval")),
+        strips.interval((one.get("rerun_band") or {}).get("interval")),
     )
 
 
 def _trajectories(report: dict) -> str:
     """Each trajectory statistic beside every measured trajectory at its step (a strip where one is
-    measured, as REPORT.md's table says), and each comparison on every pairing of them."""
+    measured, as REPORT.md's section says), and each comparison on every pairing of them."""
     section = report.get("trajectories")
     if not section:
         return ""
     claims = {c["id"]: c for c in report["claims"]}
     stats = {cid: one for cid, one in section["claims"].items() if one["kind"] == "statistic"}
-    cells = {cid: trajectory_cells(one) for cid, one in stats.items()}
-    head = "".join(f"<th>{_e(h)}</th>" for h in TRAJECTORY_COLUMNS)
+    head = "".join(f"<th>{_e(h)}</th>" for h in words.TRAJECTORY_COLUMNS)
     body = "".join(
-        f'<tr data-claim="{_e(cid)}"><td><a href="#claim-{_e(cid)}"><code>{_e(cid)}</code></a></td>'
-        + "".join(f'<td class="num">{_e(c)}</td>' for c in cells[cid])
+        f'<tr data-claim="{_e(cid)}"><td>{_id(cid)}</td>'
+        + "".join(  # step, quoted, these bundles: numbers; then sentences that wrap
+            f'<td class="{"num" if i < 3 else "text"}">{number_text(c)}</td>'
+            for i, c in enumerate(words.trajectory_cells(one))
+        )
         + "</tr>"
-        for cid in stats
+        for cid, one in stats.items()
     )
     plots = "".join(
-        _strip_figure(
+        strips.figure(
             "trajectory",
             f'data-claim="{_e(cid)}"',
-            f"{claims[cid]['claim']}: step {one['step']:,}, trajectories {cells[cid][3]}, "
-            f"the quote stands {cells[cid][4]}",
-            [(one["model"], [[v["value"] for v in one["values"]]], one["quoted"], one["judged"])],
-            ring="these bundles",
+            f"{_id(cid)}: {math_text(claims[cid]['claim'])}",
+            [_trajectory_row(one)],
+            note=_e(words.statistic_sentence(one)[0].upper() + words.statistic_sentence(one)[1:]),
         )
         for cid, one in stats.items()
         if "spread" in one
     )
     comparisons = "".join(
-        f'<li data-claim="{_e(cid)}"><code>{_e(cid)}</code>: {_e(comparison_text(one))}</li>'
+        f'<li data-claim="{_e(cid)}">{_id(cid)}: {_e(words.comparison_text(one))}</li>'
         for cid, one in section["claims"].items()
         if one["kind"] == "comparison"
     )
     return (
-        '<h2 id="trajectories">Beside every measured trajectory</h2><p>Each quoted statistic of one trajectory on '
-        f"every trajectory of the same training measured at its step ({len(section['trajectories'])} trajectories "
-        f"from {_e(', '.join(section['sources']))}): blue dots, one per trajectory; the quoted value (red bar) and "
-        "these bundles' judged value (ring). The verdicts judge the author's numbers; this shows how far they move "
-        f'from one trajectory to another.</p><table id="trajectory-table"><thead><tr>{head}</tr></thead>'
-        f'<tbody>{body}</tbody></table><div class="robust-plots">{plots}</div>'
+        f'<h2 id="trajectories">Beside every measured trajectory</h2><p>{_e(words.MEANING)}</p>'
+        f"<p>{_e(words.intro(section))} Each strip draws one statistic on an axis that holds the quote (red bar), "
+        "its tolerance (green), the rerun band (orange), every trajectory (a blue dot each) and these bundles' "
+        f'value (ring).</p><div class="wide"><table id="trajectory-table"><thead><tr>{head}</tr></thead>'
+        f'<tbody>{body}</tbody></table></div><div class="strips">{plots}</div>'
         f'<ul id="trajectory-comparisons">{comparisons}</ul>'
     )
 
 
-def _robustness(results: dict) -> str:
+def _quoted_statistics(report: dict) -> dict[tuple[str, str], dict]:
+    """Each (model, statistic of measures.table) a claim quotes, to the first such claim's entry in the
+    trajectories section (its quote, tolerance and rerun band): what a robustness strip is drawn against."""
+    out: dict[tuple[str, str], dict] = {}
+    for one in (report.get("trajectories") or {}).get("claims", {}).values():
+        if one.get("kind") == "statistic" and one.get("statistic"):
+            out.setdefault((one["model"], one["statistic"]), one)
+    return out
+
+
+def _robustness(results: dict, report: dict) -> str:
     robust = results.get("robustness")
     if robust is None:
         return ""
@@ -275,23 +309,36 @@ def _robustness(results: dict) -> str:
         + "</tr>"
         for v, m in robust.items()
     )
+    quoted = _quoted_statistics(report)
     keys = list(dict.fromkeys(k for m in robust.values() for k in m["statistics"]))
     plots = []
     for key in keys:
-        rows = [
-            (v, list(st["per_seed"].values()), st["published"], st["fixed_window_seed0"])
-            for v, m in robust.items()
-            if (st := m["statistics"].get(key))
-        ]
+        rows = []
+        for v, m in robust.items():
+            if (st := m["statistics"].get(key)) is None:
+                continue
+            one = quoted.get((v, key), {})
+            band = (one.get("rerun_band") or {}).get("interval")
+            rows.append(
+                strips.Row(
+                    v,
+                    list(st["per_seed"].values()),
+                    st["published"],
+                    st["fixed_window_seed0"],
+                    strips.interval(one.get("quote_interval")),
+                    strips.interval(band),
+                )
+            )
         label = next(m["statistics"][key]["label"] for m in robust.values() if key in m["statistics"])
-        plots.append(_strip_figure("robust", f'data-stat="{_e(key)}"', label, rows))
+        words_here = strips.Words(value="a window (a line per seed)", judged="seed 0, fixed window", quote="published")
+        plots.append(strips.figure("robust", f'data-stat="{_e(key)}"', _e(label), rows, words_here))
     return (
-        f"{head}<p>Seed 0's fixed window is the value judged above. Here each statistic on every window (blue dots, "
-        "one line per seed) beside the published value (red bar) and seed 0's fixed window (ring). Theorem counts "
-        "are summed over every window and seed.</p>"
-        '<table id="robust-counts"><thead><tr><th>model</th><th>winners moved under query scaling</th>'
-        f"<th>keys inside the others' hull</th></tr></thead><tbody>{counts}</tbody></table>"
-        f'<div class="robust-plots">{"".join(plots)}</div>'
+        f"{head}<p>Seed 0's fixed window is the value judged above. Here each statistic on every window, a line "
+        "of dots per seed, beside the published value, its tolerance and rerun band where a claim quotes it, and seed "
+        "0's fixed window. Theorem counts are summed over every window and seed.</p>"
+        '<div class="wide"><table id="robust-counts"><thead><tr><th>model</th><th>winners moved under query scaling</th>'
+        f"<th>keys inside the others' hull</th></tr></thead><tbody>{counts}</tbody></table></div>"
+        f'<div class="strips">{"".join(plots)}</div>'
     )
 
 
@@ -365,8 +412,8 @@ def _provenance(report: dict) -> str:
     p = report.get("provenance", {})
     sources = p.get("sources", {})
     inputs = "".join(
-        f"<tr><td><code>{_e(path)}</code></td><td>{_e(source_note(sources.get(path)).lstrip(', ').replace('`', ''))}"
-        f'</td><td class="num">{_e(sha)}</td></tr>'
+        f"<tr><td><code>{re.sub('/', '/<wbr>', _e(path))}</code></td><td>{_e(source_note(sources.get(path)).lstrip(', '))}"
+        f'</td><td class="hash">{_e(sha)}</td></tr>'
         for path, sha in sorted(p.get("inputs", {}).items())
     )
     versions = ", ".join(f"{_e(k)} {_e(v)}" for k, v in sorted(p.get("versions", {}).items()))
@@ -379,9 +426,11 @@ def _provenance(report: dict) -> str:
 <tr><th>versions</th><td>{versions}</td></tr>
 <tr><th>environment</th><td>{_e(environment.describe(p.get("environment")))}</td></tr>
 <tr><th>bundles</th><td><code>{_e(report.get("bundles", ""))}</code></td></tr>
-<tr><th>expected values (sha256)</th><td class="num">{_sha_list(p.get("expected_sha256"))}</td></tr>
+<tr><th>expected values (sha256)</th><td class="hash">{_sha_list(p.get("expected_sha256"))}</td></tr>
 </table>
-<table id="inputs"><thead><tr><th>input</th><th>where it came from</th><th>sha256</th></tr></thead><tbody>{inputs}</tbody></table>"""
+<details id="inputs-list"><summary>The {len(p.get("inputs", {}))} inputs: where each came from, and its sha256 (each matched its
+pinned sha256)</summary><div class="wide"><table id="inputs"><thead><tr><th>input</th><th>where it came from</th>
+<th>sha256</th></tr></thead><tbody>{inputs}</tbody></table></div></details>"""
 
 
 def render(out_dir: Path, report: Report, results: Results, figures: list[dict]) -> str:
@@ -400,12 +449,14 @@ def render(out_dir: Path, report: Report, results: Results, figures: list[dict])
 <a href="#statistics">statistics</a> &middot; <a href="#trajectories">trajectories</a> &middot; <a href="#figures">figures</a>
 &middot; <a href="#live">live territory map</a> &middot; <a href="#provenance">provenance</a></p>
 <h2 id="claims-h">Claims</h2>
+<p>Each claim is a number quoted in the posts, recomputed from the bundles and judged against its tolerance. Open a
+claim for its quote, its place in the post and how it is judged.</p>
 {_claims(report)}
 {_statistics(results)}
 {_rerun(report)}
 {_ensemble(report)}
 {_trajectories(report)}
-{_robustness(results)}
+{_robustness(results, report)}
 {_figures(Path(out_dir), figures)}
 {_territory()}
 {_provenance(report)}
