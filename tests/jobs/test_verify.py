@@ -42,8 +42,12 @@ def test_end_to_end_on_the_published_bundles(published_run):
     assert {cid for cid, v in verdicts.items() if v == "FAIL"} == KNOWN_FAILS
     assert set(verdicts) == {e["id"] for e in expected.load_claims()}
     assert "SKIP" not in verdicts.values()
-    assert proc.stdout.strip().splitlines()[-1] == f"{len(verdicts) - 2} passed, 2 failed"
-    assert len(proc.stdout.strip().splitlines()) == len(verdicts) + 3
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1] == f"{len(verdicts) - 2} passed, 2 failed"  # pytest's closing line, last
+    assert lines[len(verdicts) + 1] == f"report: {out / 'REPORT.md'}; the page: {out / 'index.html'}"
+    assert [line.split(":")[0] for line in lines[-4:-2]] == [f"why {cid} fails" for cid in sorted(KNOWN_FAILS)[::-1]]
+    assert lines[-2].startswith("Every judged claim about the trained models passes (theorems 5 of 5,")
+    assert len(lines) == len(verdicts) + 6  # evidence, a line per claim, the report, two whys, the kinds, the counts
     assert proc.stdout.startswith("evidence: published bundles (every file has the sha256 of the author's bundles)")
     assert report["evidence"]["kind"] == "published bundles" and report["tier"] == "published"
     assert "Traceback" not in proc.stderr
@@ -157,7 +161,10 @@ def test_a_stopped_run_is_judged_at_the_steps_it_reached_and_never_passes_the_re
     root = _stopped_run(published_root, tmp_path / "b")
     proc = cli("--bundles", str(root), "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("evidence: truncated paper run (") and "STOPPED_AFTER = 1200" in proc.stdout
+    assert proc.stdout.startswith(
+        "evidence: truncated paper run (cfg has the paper's configuration; stopped after step 1,200 of its 12,000)"
+    )
+    assert proc.stdout.strip().splitlines()[-1].endswith("skipped (stopped after step 1,200 of 12,000)")
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     rows = {c["id"]: c for c in report["claims"]}
     steps = {cid: c["verdict"] for cid, c in rows.items() if cid.startswith("step")}
@@ -176,11 +183,20 @@ def test_a_stopped_run_is_judged_at_the_steps_it_reached_and_never_passes_the_re
     ]
     for cid in final:
         assert rows[cid]["verdict"] == "SKIP" and rows[cid]["tolerance_reason"].startswith("needs the final model"), cid
-    assert rows["occupancy.yat_b.step0"]["verdict"] == "PASS" and rows["setup.steps"]["verdict"] == "PASS"
+    assert rows["occupancy.yat_b.step0"]["verdict"] == "PASS" and rows["setup.layers"]["verdict"] == "PASS"
+    assert (rows["setup.steps"]["verdict"], rows["setup.steps"]["measured"]) == ("SKIP", "1,201")  # steps 0 to 1,200
+    assert not any(cid.startswith("toy.") for cid in rows) and report["left_out"].startswith("13 claims of mathematics")
+    md = (tmp_path / "out" / "REPORT.md").read_text()
+    assert md.startswith(
+        "# attngeom: verification report\n\n**PASS** so far: the run stopped after step 1,200 of 12,000,"
+    )
     spread = report["trajectories"]  # the run is one more trajectory beside those measured
     assert spread["sources"][-1] == "this run" and "this run" in spread["trajectories"]
     at1200 = next(r for r in spread["claims"]["inversion"]["steps"] if r["step"] == 1200)
     assert at1200["held"] == at1200["pairings"] == at1200["measured"]["softmax"] * at1200["measured"]["yat_b"]
+    shown = {one["step"] for one in spread["claims"].values() if one["kind"] == "statistic"}
+    shown |= {r["step"] for one in spread["claims"].values() if one["kind"] == "comparison" for r in one["steps"]}
+    assert shown and max(shown) <= 1200, "nothing of a step the run never trained stands beside it"
     kept = [t for t in trajectories.read_measured()[0] if t.variant == "softmax" and t.values_at(1200)]
     assert at1200["measured"]["softmax"] == len(kept) + 1  # the files' trajectories and this run (no telemetry rerun)
 
@@ -197,7 +213,7 @@ def test_a_stopped_run_that_drifts_out_of_the_band_fails(published_root, tmp_pat
     inversion = json.loads((tmp_path / "out" / "report.json").read_text())["trajectories"]["claims"]["inversion"]
     at1200 = next(r for r in inversion["steps"] if r["step"] == 1200)  # this run's even softmax rows break it
     assert at1200["held"] == at1200["pairings"] - at1200["measured"]["yat_b"] > 0
-    assert "At step 1,200: fails on" in (tmp_path / "out" / "REPORT.md").read_text()
+    assert "at step 1,200: fails on" in " ".join((tmp_path / "out" / "REPORT.md").read_text().split())
 
 
 def test_an_explicit_tier_is_kept_and_the_mismatch_reported(published_root, tmp_path):

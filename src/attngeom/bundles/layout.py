@@ -231,6 +231,16 @@ def list_bundles(root: Path) -> Listing:
     return Listing(root, models, files)
 
 
+def held_variants(root: Path, listing: Listing, seed: int = 0) -> tuple[str, ...]:
+    """The published variants a folder holds, in their order: what a job told no variants judges. A folder
+    holding none is an InputError."""
+    folders = listing.folders(seed)
+    held = tuple(v for v in PUBLISHED if v in folders)
+    if not held:
+        raise InputError(f"{root}: no bundle of {', '.join(PUBLISHED)} under this folder (geom_<variant>_s{seed}.npz)")
+    return held
+
+
 def load_models(
     root: Path,
     variants: tuple[str, ...] = PUBLISHED,
@@ -247,7 +257,11 @@ def load_models(
     folders = (listing or list_bundles(root)).folders(seed)
     missing = [v for v in variants if v not in folders]
     if missing:
-        raise InputError(f"{root}: no geom_{missing[0]}_s{seed}.npz under this folder (needed: {', '.join(variants)})")
+        held = [v for v in PUBLISHED if v in folders]
+        raise InputError(
+            f"{root}: no geom_{missing[0]}_s{seed}.npz under this folder (needed: {', '.join(variants)}); "
+            + (f"it holds {', '.join(held)}: judge those with --variants {','.join(held)}" if held else "it holds none")
+        )
     models = {v: load_model(folders[v], v, seed) for v in variants}
     for m in models.values():
         L, H = m.q_LHTD.shape[:2]

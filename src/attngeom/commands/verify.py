@@ -31,8 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--variants",
         type=list_of(str, PUBLISHED, "variant"),
-        default=PUBLISHED,
-        help="comma-separated variants to load",
+        default=None,
+        help="comma-separated variants to judge (default: each of " + ", ".join(PUBLISHED) + " the folder holds)",
     )
     p.set_defaults(func=run)
 

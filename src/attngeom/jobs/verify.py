@@ -22,7 +22,7 @@ from attngeom.bundles import evidence, layout
 from attngeom.judgement import expected, judge, robustness, trajectories
 from attngeom.measures import stats, table
 from attngeom.measures.results import compute_results, mathematics_results
-from attngeom.report import markdown, outputs
+from attngeom.report import headline, markdown, outputs, page
 
 
 def judge_evidence(
@@ -64,16 +64,18 @@ def measured_trajectories(
 def judge_bundles(
     root: Path,
     tier: str | None = None,
-    variants: tuple[str, ...] = PUBLISHED,
+    variants: tuple[str, ...] | None = PUBLISHED,
     on_evidence: Callable[[evidence.Evidence, list[str]], None] | None = None,
 ) -> tuple[Report, dict]:
     """The judgement of the bundles in `root` and every statistic behind it, nothing written.
 
+    `variants`: the models to judge (None: each published variant the folder holds, `layout.held_variants`).
     The bundles say what they are (evidence.describe), which sets the tier and the claims that apply;
     `tier` overrides the tier, and a mismatch is a warning in the report. `on_evidence` hears what the
     bundles are and the warnings as soon as they are known, before the statistics are computed.
     """
     listing = layout.list_bundles(root)  # the one search of the folder
+    variants = layout.held_variants(root, listing) if variants is None else variants
     models = layout.load_models(root, variants, heads=stats.FIXED_HEADS, listing=listing)
     ev, tier, warnings, hashes = judge_evidence(root, models, tier, listing)
     if on_evidence is not None:
@@ -86,14 +88,20 @@ def judge_bundles(
         (robust, robust_inputs), mathematics, (measured, sources, spread_inputs) = blocks.each(
             lambda work: work(),
             [
-                lambda: robustness.measure(listing, models, plain, claims),
+                # the posts quote the paper's models only: a smaller model's statistics stand beside no quote
+                lambda: robustness.measure(listing, models, plain, claims if ev.scope != "smoke" else []),
                 mathematics_results,
-                lambda: measured_trajectories(ev, models, hashes),
+                # beside the trajectories of the published runs' training: not a smoke run's
+                lambda: measured_trajectories(ev, models, hashes) if ev.scope != "smoke" else ([], [], []),
             ],
         )
         results = {**compute_results(models, companion_runs, plain, mathematics), "robustness": robust}
     reached = judge.steps_reached(ev.scope, ev.stopped_after)  # rerun.json's steps, read once
     rows = judge.judge_all(results, tier, ev.scope, claims, reached)
+    left_out = judge.left_out_line(judge.judged_in(tier, claims)[1])
+    spread = trajectories.section(claims, rows, measured, sources, expected.load_rerun(claims=claims))
+    if ev.scope == "truncated":  # a stopped run stands beside the steps it reached
+        spread = trajectories.reached(spread, ev.stopped_after)
     warnings += judge.separation_notes(reached)
     unhashed = [p for p in dict.fromkeys([*robust_inputs, companion_runs, *spread_inputs]) if p not in hashes]
     inputs = {**hashes, **dict(zip(unhashed, blocks.each(sha256_file, unhashed)))}
@@ -101,13 +109,15 @@ def judge_bundles(
         summary=judge.summarise(rows),
         tier=tier,
         evidence=EvidenceRecord(
-            kind=ev.kind, why=ev.why, scope=ev.scope, stopped_after=ev.stopped_after, line=ev.line()
+            kind=ev.kind, why=ev.why, scope=ev.scope, stopped_after=ev.stopped_after, steps=ev.steps, line=ev.line()
         ),
         warnings=warnings,
         preflight=ev.preflight,
         bundles=shown(root),
         claims=rows,
-        trajectories=trajectories.section(claims, rows, measured, sources, expected.load_rerun(claims=claims)),
+        **({"left_out": left_out} if left_out else {}),
+        # a smoke run trains another model: no trajectory of the published runs' training stands beside it
+        **({"trajectories": spread} if ev.scope != "smoke" and spread["claims"] else {}),
         provenance=markdown.provenance(inputs, expected.sha256_of()),
     )
     return doc, results
@@ -117,7 +127,7 @@ def run_verify(
     bundles_root: Path | None,
     out: Path,
     tier: str | None = None,
-    variants: tuple[str, ...] = PUBLISHED,
+    variants: tuple[str, ...] | None = PUBLISHED,
 ) -> int:
     """Verify a folder of bundles (None: the author's published bundles), write the report and print the
     verdicts (`judge_bundles`)."""
@@ -131,11 +141,28 @@ def run_verify(
 
     doc, results = judge_bundles(root, tier, variants, said)
     outputs.write_verified(Path(out), doc, results)
-    rows = doc["claims"]
-    width = max(len(r["id"]) for r in rows)
-    for r in rows:
-        print(f"{r['verdict']:4}  {r['id']:<{width}}  measured {r['measured']:<14} expected {r['expected']}")
-    s = doc["summary"]
-    print(f"report: {shown(Path(out) / 'REPORT.md')}")
-    print(f"{s['passed']} passed, {s['failed']} failed" + (f", {s['skipped']} skipped" if s["skipped"] else ""))
-    return EXIT_PASS if s["failed"] == 0 else EXIT_FAIL
+    for line in closing_lines(doc, Path(out)):
+        print(line)
+    return EXIT_PASS if doc["summary"]["failed"] == 0 else EXIT_FAIL
+
+
+def closing_lines(doc: Report, out: Path) -> list[str]:
+    """What the terminal shows, as pytest does: a line per judged claim, the skipped ones grouped by their
+    reason, where the report is, each failure's one-line why, how each kind fared, and the counts last."""
+    rows = [r for r in doc["claims"] if r["verdict"] != "SKIP"]
+    width = max((len(r["id"]) for r in rows), default=0)
+    lines = [
+        f"{r['verdict']:4}  {r['id']:<{width}}  measured {r['measured']:<14} expected {r['expected']}" for r in rows
+    ]
+    lines += [f"SKIP  {headline.skip_sentence(why, ids)}" for why, ids in headline.skip_groups(doc["claims"])]
+    lines.append(f"report: {shown(out / 'REPORT.md')}; the page: {shown(out / page.INDEX)}")
+    lines += [f"why {cid} fails: {why}" for cid, why in headline.failure_lines(doc["claims"])]
+    lines += headline.headline(doc)[1:]
+    s, stop = doc["summary"], doc["evidence"]["stopped_after"]
+    steps = doc["evidence"].get("steps")
+    return [
+        *lines,
+        f"{s['passed']} passed, {s['failed']} failed"
+        + (f", {s['skipped']} skipped" if s["skipped"] else "")
+        + ("" if stop is None else f" (stopped after step {stop:,}" + (f" of {steps:,})" if steps else ")")),
+    ]
