@@ -36,8 +36,21 @@ def test_the_verify_figures_are_the_files(tmp_path, monkeypatch):
     assert bench.verify_time().startswith("The verify stage takes 1.23 s (median of 5 runs on Linux")
 
 
+def test_the_suites_time_in_short_is_its_minutes_cores_and_counts(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "BENCH", tmp_path)
+    assert bench.suite_time() == "its time not recorded yet"
+    doc = {"outcomes": {"passed": 10, "failed": 0, "skipped": 2}, "exit_status": 0, "wall_s": 999.3}
+    doc |= {k: MEASURED[k] for k in ("command", "machine", "date", "git_commit", "load_average")}
+    (tmp_path / "suite.json").write_text(json.dumps(doc))
+    assert bench.suite_time() == "17 min on 2 cores when last recorded (10 passed, 2 skipped)"
+    (tmp_path / "suite.json").write_text(json.dumps(doc | {"wall_s": 42.0, "machine": "Linux (x86_64)"}))
+    assert bench.suite_time() == "42 s on Linux (x86_64) when last recorded (10 passed, 2 skipped)"
+
+
 def test_the_repositorys_own_benchmark_files_make_their_figures():
-    for figure in (bench.bench_verify, bench.verify_time, bench.suite):
+    assert bench.kaggle_estimate(4, short=True).endswith(" of the GPU's peak")
+    assert bench.kaggle_estimate(4).startswith(bench.kaggle_estimate(4, short=True).split(",")[0] + " (")
+    for figure in (bench.bench_verify, bench.verify_time, bench.suite, bench.suite_time):
         text = figure()
         assert text.strip() and "{" not in text, figure.__name__
 

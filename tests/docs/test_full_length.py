@@ -77,13 +77,19 @@ def test_every_claim_of_the_models_is_shown_beside_the_published_bundles(kept):
         "PASS |",
     ]
     setup = sum(1 for i in judged if i.startswith("setup.") or i.endswith((".total", ".comparisons")))
+    toy = sum(1 for i in judged if i.startswith("toy."))  # the toy's mathematics, where a rerun judges it
     assert text.endswith(
-        f"Besides: {setup} facts of the setup (whatever was trained): {setup} pass, 0 fail; "
-        "9 claims of mathematics (no model): 9 pass, 0 fail."
+        f"Besides: {setup} facts of the setup (whatever was trained): {setup} pass, 0 fail"
+        + (
+            f"; {toy} claims of kind mathematics (exact computations on the posts' toy: no model is read): "
+            f"{toy} pass, 0 fail."
+            if toy
+            else "."
+        )
     )
 
 
-def test_the_readme_shows_the_statistics_and_comparisons_row_by_row_and_counts_the_exact_claims(kept):
+def test_the_claims_shown_row_by_row_can_be_some_kinds_the_others_counted(kept):
     text = full_length.full_claims(kept, ("statistic", "comparison"))
     rows = [line.split(" | ")[1] for line in text.splitlines() if line.startswith("| `")]
     assert set(rows) == {"statistic", "comparison"} and len(rows) == 15
@@ -133,13 +139,15 @@ def test_each_final_band_is_shown_with_every_trajectory_it_was_checked_against()
     assert "kgl_blog-yatattn-b-telem 0.731664 inside" in rows["entropy.yat_b"]
 
 
-def test_the_readme_account_is_every_claim_then_one_sentence_per_run(kept, tmp_path):
-    text = full_length.full_account(kept)
-    assert text.startswith(
-        full_length.full_claims(kept, ("statistic", "comparison")) + "\n\n- softmax: its validation loss"
-    )
-    assert text.splitlines()[-1].startswith("- yat_b: ") and text.endswith(".")
-    assert full_length.full_account(tmp_path / "none.json").startswith("No full-length rerun is kept yet")
+def test_the_readmes_verdict_is_one_sentence_naming_the_failing_claims(kept, tmp_path):
+    doc = json.loads(kept.read_text())
+    v = doc["together"]["verdict"]
+    failing = [c["id"] for c in doc["together"]["judged"] if c["verdict"] == "FAIL"]
+    text = full_length.full_verdict(kept)
+    assert text.startswith(f"Judged as one set with the {doc['together']['judged_by']['tier']} tier (`")
+    assert f": {v['passed']} passed, {v['failed']} failed" in text and text.count("\n") == 0
+    assert all(f"`{i}`" in text for i in failing) and text.endswith(" skipped (claims of models not rerun).")
+    assert full_length.full_verdict(tmp_path / "none.json").startswith("No full-length rerun is kept yet")
 
 
 def test_the_sweeps_head_is_shown_beside_every_head_of_the_published_and_the_kept_models(kept, tmp_path):

@@ -67,3 +67,34 @@ def test_the_failing_claims_are_one_line_each(published):
         "- `toy.far.saturates`: reaches 100 %: measured 99.9, expected 100.",
     ]
     assert measured.published_report() is REPORT
+
+
+def _claim(cid: str, kind: str, verdict: str, tier: str = "published bundles") -> dict:
+    return {"id": cid, "kind": kind, "tier": tier, "verdict": verdict}
+
+
+def test_the_verdict_by_kind_is_the_reports_headline(monkeypatch):
+    by_kind = {
+        "theorem": {"passed": 1, "failed": 0, "skipped": 0},
+        "mathematics": {"passed": 1, "failed": 1, "skipped": 0},
+    }
+    report = {"summary": {"passed": 2, "failed": 1, "skipped": 0, "verdict": "FAIL", "by_kind": by_kind}}
+    monkeypatch.setattr(measured, "_published", lambda: (report, {}))
+    assert measured.published_kinds() == (
+        "Every judged claim about the trained models passes (theorems 1 of 1); of the claims of mathematics (the "
+        "posts' toy, no model), 1 pass and 1 fail."
+    )
+
+
+def test_the_far_fields_cause_names_the_plateau_and_the_directions_that_settle_last(monkeypatch):
+    far = {
+        "radius": [2.0, 50.0, 74.0, 120.0],
+        "agreement": [0.0, 0.9, 0.978, 0.978],
+        "exact": {"settle_radius": [10.0, 309.02, 133.9, 72.3], "theta_deg": [0.0, 76.0, 78.0, 2.0], "never_agree": 0},
+    }
+    monkeypatch.setattr(measured, "_published", lambda: ({}, {"mathematics": {"far_field": far}}))
+    assert measured.far_field_cause() == (
+        "The toy's antipodal agreement climbs as quoted, but plateaus at 97.8% from radius 74 to the sweep's end "
+        "at 120: the direction at 76° agrees with its antipode for good only from radius 309.0, the one at 78° "
+        "from 133.9, and every other of the 4 by 72.3."
+    )

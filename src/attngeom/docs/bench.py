@@ -8,6 +8,8 @@ command, the machine, the date or commit and how loaded the cores were. The figu
 
 from __future__ import annotations
 
+import re
+
 from attngeom.base import schema
 from attngeom.base.files import REPO
 from attngeom.docs.measured import relative
@@ -94,20 +96,6 @@ def bench_profile() -> str:
     return "\n\n".join(out)
 
 
-def paper_step() -> str:
-    """A paper training step on this machine against its own matmuls' rate, from bench/results/train-paper.json."""
-    path = BENCH / "train-paper.json"
-    if not path.exists():
-        return "no paper-preset step measured yet (`./reproduce.sh bench train --json bench/results/train-paper.json`)"
-    d = schema.read_json(path, schema.BENCH_TRAIN_JSON)
-    each = "; ".join(
-        f"{v} {f['harness_steps_per_s']:.2f} steps/s, {f['matmul_rate_share']:.2f} of the rate its "
-        f"{f['matmul_gflop_per_step']:.1f} GFLOP of matmuls reach alone"
-        for v, f in d["variants"].items()
-    )
-    return f"{each} (measured by {provenance(d)}, `{relative(path)}`)"
-
-
 def suite() -> str:
     """The test suite's counts and time, from bench/results/suite.json (written by the suite itself)."""
     path = BENCH / "suite.json"
@@ -122,9 +110,23 @@ def suite() -> str:
     )
 
 
-def kaggle_estimate(members: int = 4) -> str:
+def suite_time() -> str:
+    """The suite's time in short, for the README's quick start (in full: `suite`): minutes, cores, counts."""
+    path = BENCH / "suite.json"
+    if not path.exists():
+        return "its time not recorded yet"
+    d = schema.read_json(path, schema.SUITE_JSON)
+    cores = re.search(r"(\d+) cores?\)$", d["machine"])
+    wall = d["wall_s"]
+    took = f"{wall / 60:.0f} min" if wall >= 90 else f"{wall:.0f} s"
+    counts = ", ".join(f"{n} {k}" for k, n in d["outcomes"].items() if n)
+    return f"{took} on {cores.group(1) + ' cores' if cores else d['machine']} when last recorded ({counts})"
+
+
+def kaggle_estimate(members: int = 4, short: bool = False) -> str:
     """The GPU hours `kaggle run --members K` estimates on the T4 x2 machine, by the command's own arithmetic
-    (`backends.kaggle_budget`), from the FLOPs per step of the largest group in bench/results/gpu-budget-t4.json."""
+    (`backends.kaggle_budget`), from the FLOPs per step of the largest group in bench/results/gpu-budget-t4.json;
+    `short`: the hours in all and what they assume, in a few words."""
     from attngeom.backends import kaggle_budget
     from attngeom.backends.kaggle_kernel import definitions
     from attngeom.base.errors import InputError
@@ -147,6 +149,11 @@ def kaggle_estimate(members: int = 4) -> str:
         }
         for name, defn in definitions().items()
     ]
+    if short:
+        return (
+            f"{kaggle_budget.hours(kernels):.2f} GPU hours on {machine.label}, from XLA's FLOPs per step at an assumed "
+            f"{kaggle_budget.EFFICIENCY:g} of the GPU's peak"
+        )
     estimate = kaggle_budget.describe({"members": members, "kernels": kernels}, machine)
     return f"{estimate} (FLOPs per step by {provenance(d)}, `{relative(path)}`)"
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from attngeom.base import schema
 from attngeom.base.files import REPO
-from attngeom.base.variants import model_key, model_of
+from attngeom.base.variants import model_key
 from attngeom.bundles.layout import BundleModel, load_models
 from attngeom.docs.measured import MEASURED, published_report, relative
 from attngeom.jobs import bands
@@ -78,7 +78,7 @@ ROWS = ("theorem", "statistic", "comparison")  # the kinds of claims about the m
 BESIDES = {
     "theorem": "theorems (exact in any trained model)",
     "setup": "facts of the setup (whatever was trained)",
-    "mathematics": "claims of mathematics (no model)",
+    "mathematics": "claims of kind mathematics (exact computations on the posts' toy: no model is read)",
 }
 
 
@@ -99,7 +99,7 @@ def full_claims(path: Path = FULL, rows_of: tuple[str, ...] = ROWS) -> str:
     counted: dict[str, list[str]] = {}
     for c in together["judged"]:
         entry = entries[c["id"]]
-        kind = "mathematics" if entry["tier"] == "mathematics" else entry["kind"]
+        kind = entry["kind"]
         if kind in rows_of:
             rows.append(
                 f"| `{c['id']}` | {kind} | {entry['value']} | {published.get(c['id'], '-')} | {c['measured']} "
@@ -244,15 +244,16 @@ def sweep_heads(variant: str, path: Path = FULL) -> str:
     return "\n".join(rows)
 
 
-def full_account(path: Path = FULL) -> str:
-    """The README's account: every claim on the reruns, the statistics and comparisons beside the published
-    bundles' (the exact claims counted), then one sentence per run on how far it is from the published run."""
+def full_verdict(path: Path = FULL) -> str:
+    """One sentence: the full-length reruns judged as one set (in full: `full_claims`), their failing claims named."""
     doc = _kept(path)
     if doc is None or "together" not in doc:
         return _none_yet(path)
-    variants = [model_of(model)[0] for run in doc["runs"].values() for model in run["statistics"]]
+    together = doc["together"]
+    v = together["verdict"]
+    failing = [f"`{c['id']}`" for c in together["judged"] if c["verdict"] == "FAIL"]
     return (
-        full_claims(path, ("statistic", "comparison"))
-        + "\n\n"
-        + "\n".join(f"- {retrace_sentence(v, path)}" for v in variants)
+        f"Judged as one set with the {together['judged_by']['tier']} tier (`{together['command']}`): "
+        f"{v['passed']} passed, {v['failed']} failed{' (' + ', '.join(failing) + ')' if failing else ''}, "
+        f"{v['skipped']} skipped (claims of models not rerun)."
     )

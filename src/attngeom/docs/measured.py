@@ -17,6 +17,8 @@ from pathlib import Path
 
 from attngeom.base import schema
 from attngeom.base.files import REPO
+from attngeom.judgement.causes import far_field_settling
+from attngeom.report.headline import kinds_sentence
 
 MEASURED = REPO / "expected" / "measured"
 STEP_STATISTICS = (("distinct_winners", "distinct winners of 128"), ("mean_norm_entropy", "entropy"))
@@ -69,27 +71,38 @@ def quality_sentence() -> str:
     )
 
 
+def _plateau(ff: dict) -> str:
+    top = max(ff["agreement"])
+    return f"plateaus at {top:.1%} from radius {ff['radius'][ff['agreement'].index(top)]:.0f}"
+
+
 def far_field_sentence() -> str:
     """Where the toy's antipodal agreement stands: its crossings, its plateau, and the exact radius of 100 %."""
     report, results = _published()
     measured = {c["id"]: c["measured"] for c in report["claims"]}
     ff = results["mathematics"]["far_field"]
-    radius, agreement = ff["radius"], ff["agreement"]
-    top = max(agreement)
-    plateau = radius[agreement.index(top)]
     exact = ff["exact"]
-    order = sorted(zip(exact["settle_radius"], exact["theta_deg"]), reverse=True)
     return (
         f"It wins a majority at radius {float(measured['toy.far.majority']):.1f} and crosses 90 % at "
-        f"{float(measured['toy.far.ninety']):.1f}, as quoted, but plateaus at {top:.1%} from radius {plateau:.0f} on and "
-        f"never reaches 100 % up to radius {max(radius):g}. Measured exactly (for each direction, the radius beyond "
-        "which its owner and its antipode's agree for good, from the roots of the pairwise differences of the two "
-        "points' kernel scores; `results.json`, `mathematics.far_field.exact`), the counter reaches 100 % only at "
-        f"radius {exact['full_agreement_radius']:.1f}: direction {order[0][1]:g}° settles there, {order[1][1]:g}° at "
-        f"{order[1][0]:.1f}, every other direction by {order[2][0]:.1f}. "
+        f"{float(measured['toy.far.ninety']):.1f}, as quoted, but {_plateau(ff)} on and never reaches 100 % up to "
+        f"radius {max(ff['radius']):g}. Measured exactly (for each direction, the radius beyond which its owner and "
+        "its antipode's agree for good, from the roots of the pairwise differences of the two points' kernel scores; "
+        "`results.json`, `mathematics.far_field.exact`), the counter reaches 100 % only at radius "
+        f"{exact['full_agreement_radius']:.1f}: {far_field_settling(exact)}. "
         + (f"{exact['never_agree']}" if exact["never_agree"] else "No")
         + f" direction of the {len(exact['theta_deg'])} lies exactly on a far-field border; one that did would never "
         "agree with its antipode."
+    )
+
+
+def far_field_cause() -> str:
+    """The far-field failures' cause in one sentence (in full: `far_field_sentence`): the plateau over the
+    quoted sweep, and the directions that settle last (`causes.far_field_settling`, as the report says it)."""
+    _, results = _published()
+    ff = results["mathematics"]["far_field"]
+    return (
+        f"The toy's antipodal agreement climbs as quoted, but {_plateau(ff)} to the sweep's end at "
+        f"{max(ff['radius']):g}: {far_field_settling(ff['exact'])}."
     )
 
 
@@ -104,6 +117,11 @@ def published_verdict() -> str:
     s = published_report()["summary"]
     judged = s["passed"] + s["failed"]
     return f"All {judged} claims are judged; {s['passed']} pass and {s['failed']} fail ({s['skipped']} skipped)."
+
+
+def published_kinds() -> str:
+    """One sentence: the published bundles' verdict counted by kind of claim, as the report's headline says it."""
+    return kinds_sentence(published_report()) or ""
 
 
 def published_table() -> str:
@@ -265,26 +283,10 @@ def kinds_table() -> str:
     return "\n".join(rows)
 
 
-def trajectory_count() -> str:
-    """One sentence: how many trajectories the published bundles' report sets its claims beside, and how many
-    of its statistic claims and comparisons have one or more measured at their step."""
-    section = published_report()["trajectories"]
-    claims = section["claims"].values()
-    statistics = [one for one in claims if one["kind"] == "statistic"]
-    comparisons = [one for one in claims if one["kind"] == "comparison"]
-    measured = sum("spread" in one for one in statistics)
-    compared = sum(any(s["step"] == one["step"] and s["pairings"] for s in one["steps"]) for one in comparisons)
-    return (
-        f"{len(section['trajectories'])} measured trajectories of the same training ({', '.join(section['sources'])}); "
-        f"{measured} of the {len(statistics)} quoted statistics of one trajectory have one or more measured at their "
-        f"step, and {compared} of the {len(comparisons)} comparisons a pairing at the quoted step."
-    )
-
-
 def trajectory_spread() -> str:
     """The published bundles' trajectory statistics beside every measured trajectory at their step
     (report.json's `trajectories`, in REPORT.md's words): those measured, those not, and each comparison."""
-    from attngeom.report.markdown import comparison_text, trajectory_cells
+    from attngeom.report.trajectory_words import comparison_text, statistic_sentence
 
     section = published_report()["trajectories"]
     lines, unmeasured = [], []
@@ -292,11 +294,7 @@ def trajectory_spread() -> str:
         if one["kind"] == "comparison":
             lines.append(f"- `{cid}`: {comparison_text(one)}")
         elif "spread" in one:
-            step, quoted, _, values, stands, within, in_band = trajectory_cells(one)
-            lines.append(
-                f"- `{cid}` (quoted {quoted}, step {step}): trajectories {values}; the quote stands {stands}; "
-                f"{within} within the quote's tolerance" + ("" if in_band == "-" else f"; in the rerun band: {in_band}")
-            )
+            lines.append(f"- `{cid}`: {statistic_sentence(one)}")
         else:
             unmeasured.append(f"`{cid}`")
     head = (
