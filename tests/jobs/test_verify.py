@@ -3,6 +3,7 @@ set, the published values, bad input, a subset of variants, stopped runs, explic
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,40 @@ def test_end_to_end_on_the_published_bundles(published_run):
     assert proc.stdout.startswith("evidence: published bundles (every file has the sha256 of the author's bundles)")
     assert report["evidence"]["kind"] == "published bundles" and report["tier"] == "published"
     assert "Traceback" not in proc.stderr
+
+
+def test_the_published_report_reads_in_a_terminal(published_run):
+    """REPORT.md: the verdict and how each kind fared first, each failure's why before the table, and no
+    line longer than a terminal reads but one that is a single name (a cache path) nothing can break."""
+    _, out = published_run
+    md = (out / "REPORT.md").read_text()
+    top = md[: md.index("## Claims")]
+    assert top.startswith("# attngeom: verification report\n\n**FAIL**: 44 of 46 judged claims pass, 2 fail.")
+    assert "Every judged claim about the trained models passes" in top
+    flat = " ".join(top.split())
+    assert (
+        "- `toy.far.saturates`: " in flat and "the direction at 76° agrees with its antipode for good only from" in flat
+    )
+    long = [line for line in md.splitlines() if len(line) > 160 and not re.fullmatch(r" *(- )?`[^`]+`", line)]
+    assert long == []
+    assert "stale" not in md
+
+
+def test_a_folder_of_some_variants_is_judged_on_those_it_holds(tmp_path):
+    """The committed yat_b rerun alone: judged on yat_b without --variants; one named and absent is refused
+    with what the folder holds."""
+    folder = REPO / "expected" / "measured" / "paper-step12000" / "paper-yat_b"
+    proc = cli("--bundles", str(folder), "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["models"].keys() == {"yat_b"}
+    rows = {c["id"]: c for c in report["claims"]}
+    assert rows["scale.yat_b.2x"]["verdict"] != "SKIP" and rows["scale.softmax.moved"]["verdict"] == "SKIP"
+    sweep = json.loads((tmp_path / "out" / "results.json").read_text())["models"]["yat_b"]["scale_sweep"]
+    assert sweep["head"] == [0, 0] and len(sweep["sharpest_head"]) == 2  # both readings of the sweep, every run
+    refused = cli("--bundles", str(folder), "--variants", "softmax", "--out", str(tmp_path / "o2"), cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stderr.startswith("error: ") and refused.stderr.count("\n") == 1
+    assert "it holds yat_b: judge those with --variants yat_b" in refused.stderr
 
 
 def test_published_values_exactly(published_run):
@@ -253,6 +288,15 @@ def test_a_smoke_rerun_is_recognised_without_flags(tmp_path):
         assert report["tier"] == "rerun" and report["evidence"]["scope"] == "smoke"
         rows = {c["id"]: c["verdict"] for c in report["claims"]}
         assert rows["scale.softmax.moved"] == "PASS" and rows["entropy.yat_b"] == "SKIP"
+        # what it says speaks of this run: no step-12,000 trajectories, no published value beside a smaller
+        # model's, no spread of one value, its own window, and every SKIP with its reason on one line
+        md = " ".join((tmp_path / "out" / "REPORT.md").read_text().split())
+        assert "trajectories" not in report and "## Beside other trajectories" not in md
+        assert "the published value is" not in md and "(n = 1)" not in md
+        assert "distinct winners of 32 (mean over heads) at step" in md and "of 128" not in md
+        skips = [line for line in proc.stdout.splitlines() if line.startswith("SKIP")]
+        assert skips and all(line.startswith("SKIP  ") and " skipped: " in line for line in skips)
+        assert sum(int(line.split()[1]) for line in skips) == list(rows.values()).count("SKIP")
     proc = cli("--bundles", str(run), "--tier", "published", "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert "warning: --tier published overrides the rerun tier" in proc.stderr
 
