@@ -16,8 +16,7 @@ from attngeom.base import schema
 from attngeom.base.errors import InputError
 from attngeom.jobs import bands, ensemble
 from attngeom.judgement import expected, judge
-from attngeom.report import markdown
-from attngeom.report import page as html_report
+from attngeom.report import markdown, page_spread
 
 VALUES = st.floats(-1e4, 1e4, allow_nan=False)
 
@@ -123,10 +122,10 @@ def test_the_report_shows_a_stopped_run_beside_its_ensemble():
     said = " ".join(" ".join(markdown.ensemble_lines([row])).split())
     assert "published 51.0417; the ensemble of 3 members 47.4 to 50.2 (48.9 ± 1.4)" in said
     assert said.endswith("; this run **outside** it")
-    page = html_report._ensemble({"claims": [row]})
+    page = page_spread.ensemble({"claims": [row]})
     assert 'data-claim="step1200.yat_b.occupancy"' in page and page.count("<circle") == 4
     assert "<title>published: 51.04</title>" in page and "<title>this run: 46.9</title>" in page
-    assert html_report._ensemble({"claims": [{**row, "ensemble": None} | {"id": "x"}][:0]}) == ""
+    assert page_spread.ensemble({"claims": [{**row, "ensemble": None} | {"id": "x"}][:0]}) == ""
 
 
 def test_the_committed_step_1200_reruns_are_judged_again_on_their_summaries():

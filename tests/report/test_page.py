@@ -32,7 +32,7 @@ def _claim(cid: str, verdict: str, quote: str = "exactly 0 winners move") -> dic
     }
 
 
-def _report(rerun: list | None = None) -> dict:
+def _report() -> dict:
     claims = [
         _claim("a.pass", "PASS"),
         _claim("b.fail", "FAIL", quote="<script>alert(1)</script> & more"),
@@ -52,8 +52,6 @@ def _report(rerun: list | None = None) -> dict:
             "command": "./reproduce.sh verify --out report",
         },
     }
-    if rerun is not None:
-        report["rerun"] = rerun
     return report
 
 
@@ -106,14 +104,6 @@ def test_self_contained(tmp_path: Path):
     assert "window.attngeomTerritory" in page and page.count("<canvas") == 2
 
 
-def test_rerun_pairs_only_when_given(tmp_path: Path):
-    assert 'id="rerun-table"' not in html_report.render(tmp_path, _report(), RESULTS, [])
-    pairs = [{"id": "a.pass", "published": "0.121", "rerun": "0.118", "drift": "-0.003"}]
-    page = html_report.render(tmp_path, _report(pairs), RESULTS, [])
-    row = re.search(r'<table id="rerun-table">.*?</table>', page, re.DOTALL).group(0)
-    assert all(v in row for v in ("a.pass", "0.121", "0.118", "-0.003"))
-
-
 def test_figures_embedded_when_present(tmp_path: Path):
     """The page shows the entries it is given whose GIF is there, in their order, with title, caption and counters."""
     assert "No figures in this folder yet" in html_report.render(tmp_path, _report(), RESULTS, [])
@@ -137,13 +127,6 @@ def test_claims_file_round_trip(tmp_path: Path):
     report["claims"] = [{**c, "verdict": "PASS"} for c in claims]
     page = html_report.render(tmp_path, report, RESULTS, [])
     assert re.findall(r'data-claim="([^"]+)"', page) == [c["id"] for c in claims]
-
-
-def test_inline_latex_reads_as_text():
-    assert html_report.math_text("the $1/t$ correction") == "the 1/t correction"
-    rendered = html_report.math_text(r"2\,(u \cdot k)\,((u \cdot k)^2 + b)/t")
-    assert rendered == "2\u2009(u · k)\u2009((u · k)<sup>2</sup> + b)/t"
-    assert html_report.math_text(r"$\epsilon < 1$ & $x^{n+1}$") == "ε &lt; 1 &amp; x<sup>n+1</sup>"
 
 
 def test_quotes_on_the_page_show_no_latex(tmp_path: Path):
