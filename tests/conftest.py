@@ -27,9 +27,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `last` run after the others (in their own order): the GPU check's rehearsal then loads
-    most of its steps from the session's compilation cache instead of compiling them again."""
-    items.sort(key=lambda item: item.get_closest_marker("last") is not None)
+    """The files that hold a slow test (`heavy` markers) first, so that the workers (`-n N --dist loadfile`: a file each, in
+    this order) start the long ones early and end together instead of one waiting on the last long file;
+    tests marked `last` after all the others (in their own order): the GPU check's rehearsal then loads most
+    of its steps from the session's compilation cache instead of compiling them again."""
+    heavy = ("slow", "docker", "kaggle_runtime", "faults")  # the markers of tests that run for minutes
+    slow = {item.path for item in items if any(item.get_closest_marker(m) for m in heavy)}
+    items.sort(key=lambda item: (item.get_closest_marker("last") is not None, item.path not in slow))
 
 
 SUITE_JSON = "ATTNGEOM_SUITE_JSON"  # a file to write the session's counts and wall time to (bench/results/suite.json)

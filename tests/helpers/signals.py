@@ -19,8 +19,9 @@ def process_state(pid: int) -> str:
     return stat.rpartition(")")[2].split()[0]  # the name before it may hold spaces and parentheses
 
 
-def frozen(pid: int, limit_s: float = 30.0) -> bool:
-    """Stop the process group of `pid` (its leader) and wait until its main process is stopped (True) or has ended (False).
+def frozen(pid: int, limit_s: float = 120.0) -> bool:
+    """Stop the process group of `pid` (its leader) and wait until its main process is stopped (True) or has ended (False);
+    `limit_s` leaves room for a loaded machine, where a process waits on its disk (state D) for long.
 
     A stopped process has not begun to exit (an exit under way ends in "Z", never in "T"), and a signal
     sent to it is handled before it runs another instruction of its own once continued: so a signal

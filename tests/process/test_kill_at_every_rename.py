@@ -1,7 +1,11 @@
 """A run killed at any of its writes is carried on to the run an uninterrupted one is: a smoke rerun killed
-(SIGKILL, strace fault injection) at each rename it makes, then resumed (or, killed before its first manifest,
-started again into the same folder), ends complete with the bundles, run records and log lines of the
-uninterrupted run, bit for bit."""
+(SIGKILL, strace fault injection) at the renames it makes, then resumed (or, killed before its first
+manifest, started again into the same folder), ends complete with the bundles, run records and log lines
+of the uninterrupted run, bit for bit.
+
+Every file the run puts in place is killed at, at its first and at its last rename: a file written again
+(a checkpoint, the log, the manifest) takes the same path through the code each time, and its first and
+last writes are those whose neighbours differ (nothing before it; the run's end after it)."""
 
 from __future__ import annotations
 
@@ -29,10 +33,22 @@ def attngeom(*args: str, trace: list[str] | None = None, cwd: Path) -> subproces
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
+def kill_points(targets: list[str]) -> list[int]:
+    """The renames to kill at (1-based, as strace counts them): each target's first and last."""
+    first = {t: i for i, t in reversed(list(enumerate(targets, 1)))}
+    last = {t: i for i, t in enumerate(targets, 1)}
+    return sorted({*first.values(), *last.values()})
+
+
+def test_each_file_is_killed_at_its_first_and_last_rename():
+    assert kill_points(["a", "b", "a", "c", "a", "b"]) == [1, 2, 4, 5, 6]
+    assert kill_points(["m"]) == [1] and kill_points([]) == []
+
+
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory) -> tuple[Path, int]:
+def traced(tmp_path_factory) -> tuple[Path, list[str]]:
     """The uninterrupted run, traced once the compilation cache holds its steps (so that every rename it makes
-    is one of the run's own files, as in each run killed below): its folder and how many renames it made."""
+    is one of the run's own files, as in each run killed below): its folder and the targets of its renames."""
     root = tmp_path_factory.mktemp("whole")
     warm = attngeom(*RUN, "--out", str(root / "warm"), cwd=root)
     assert warm.returncode == 0, warm.stderr[-2000:]
@@ -41,7 +57,7 @@ def traced(tmp_path_factory) -> tuple[Path, int]:
     assert done.returncode == 0, done.stderr[-2000:]
     targets = re.findall(r'\brename\("[^"]*", "([^"]*)"\)', log.read_text())
     assert len(targets) >= 10 and all(t.startswith(str(root / "run")) for t in targets), targets
-    return root / "run", len(targets)
+    return root / "run", targets
 
 
 def killed_then_carried_on(root: Path, at: int) -> tuple[int, subprocess.CompletedProcess]:
@@ -61,9 +77,11 @@ def killed_then_carried_on(root: Path, at: int) -> tuple[int, subprocess.Complet
 
 
 def test_a_kill_at_every_rename_is_carried_on_to_the_uninterrupted_run(traced, tmp_path):
-    whole, renames = traced
+    whole, targets = traced
+    points = kill_points(targets)
+    assert len({targets[at - 1] for at in points}) == len(set(targets)) > 3  # every file the run puts in place
     with ThreadPoolExecutor(max_workers=2) as pool:  # two at a time: much of a smoke run is single-threaded
-        results = list(pool.map(lambda at: killed_then_carried_on(tmp_path, at), range(1, renames + 1)))
+        results = list(pool.map(lambda at: killed_then_carried_on(tmp_path, at), points))
     failed = [(at, carried.stderr[-300:]) for at, carried in results if carried.returncode != 0]
     assert failed == []
     for at, _ in results:
