@@ -19,6 +19,15 @@ def process_state(pid: int) -> str:
     return stat.rpartition(")")[2].split()[0]  # the name before it may hold spaces and parentheses
 
 
+def in_vfork(pid: int) -> bool:
+    """Whether `pid` waits for a child it started with vfork to exec (subprocess's way on Linux): stopped with
+    its process group, that child never execs, and the parent waits (state D) until the group goes on."""
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text() in ("kernel_clone", "wait_for_vfork_done")
+    except OSError:
+        return False
+
+
 def frozen(pid: int, limit_s: float = 120.0) -> bool:
     """Stop the process group of `pid` (its leader) and wait until its main process is stopped (True) or has ended (False);
     `limit_s` leaves room for a loaded machine, where a process waits on its disk (state D) for long.
@@ -32,6 +41,8 @@ def frozen(pid: int, limit_s: float = 120.0) -> bool:
     os.killpg(pid, signal.SIGSTOP)
     deadline = time.monotonic() + limit_s
     while (state := process_state(pid)) not in ("T", "t", "Z", "X"):
+        if state == "D" and in_vfork(pid):  # frozen as well: it runs again only once its child, stopped too, goes on
+            return True
         if time.monotonic() > deadline:
             raise AssertionError(f"process {pid} neither stopped nor ended within {limit_s} s (state {state})")
         time.sleep(0.001)
