@@ -5,6 +5,7 @@ and folders a resume refuses."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from attngeom.base import train_config
 from attngeom.base.variants import PUBLISHED
 from attngeom.bundles.layout import RUN_JSON, load_models
 from attngeom.training import runs
+from attngeom.training.device import COMPILATION_CACHE_DIR
+from attngeom.training.progress import CompileTimes
 
 
 @pytest.mark.slow
@@ -125,8 +128,14 @@ def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(smoke_run, t
     assert (tmp_path / "cut" / runs.CHECKPOINTS / "yat_b_s1.npz").is_file()
     capsys.readouterr()
 
-    assert cli.main(["rerun", "--resume", str(tmp_path / "cut"), "--quiet"]) == 0
-    assert "yat_b seed 1: resuming after step 31" in capsys.readouterr().out
+    times = CompileTimes(os.environ[COMPILATION_CACHE_DIR])  # the first part recorded how long compiling took
+    compiled = next(k for k in json.loads(times.path.read_text()) if k.startswith("yat_b, 1 member(s), "))
+    assert times.last(compiled) > 0
+    assert cli.main(["rerun", "--resume", str(tmp_path / "cut")]) == 0
+    said = capsys.readouterr()
+    assert "yat_b seed 1: resuming after step 31" in said.out
+    assert "yat_b s1: compiling the training step (the first chunk of steps includes it; " in said.err
+    assert "s last time on this machine)" in said.err  # the resumed part knows how long the first part took
     cut = runs.require_complete(tmp_path / "cut")
     assert (
         cut["stopped_after"] is None and cut["config"]["train"] == runs.require_complete(smoke_run)["config"]["train"]

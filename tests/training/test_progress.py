@@ -72,3 +72,73 @@ def test_quiet_writes_nothing():
     progress.note("x")
     progress.close()
     assert out.getvalue() == ""
+
+
+def test_compiling_says_how_long_it_took_last_time_and_ticks_until_the_first_chunk(tmp_path):
+    """Off a terminal: the compiling line names the last time, then a line every tick with the seconds so far;
+    none after the first chunk."""
+    import threading
+
+    out, clock = io.StringIO(), Clock()
+    ticked = threading.Event()
+
+    class Watched(io.StringIO):
+        def write(self, text):
+            if "compiling, " in text:
+                ticked.set()
+            return out.write(text)
+
+        def flush(self):
+            pass
+
+    progress = StepProgress("goat_v s0", 100, stream=Watched(), clock=clock, last_compile_s=190.4, tick_s=0.01)
+    clock.now = 12.0
+    assert ticked.wait(5)
+    clock.now = 200.0
+    progress.steps(50, 2.0)
+    said = out.getvalue()
+    progress.close()
+    lines = said.splitlines()
+    assert lines[0] == (
+        "goat_v s0: compiling the training step (the first chunk of steps includes it; 190 s last time on this machine)"
+    )
+    assert "goat_v s0: compiling, 12 s of about 190" in lines
+    assert lines[-1] == "goat_v s0: compiled and ran 50 steps in 200 s; loss 2.0000" and progress.compile_s == 200.0
+    assert out.getvalue() == said, "no tick after the first chunk"
+
+
+def test_on_a_terminal_the_compiling_seconds_are_rewritten_in_place_and_cleared():
+    import threading
+
+    out, clock = Terminal(), Clock()
+    ticked = threading.Event()
+    progress = StepProgress("yat_b s0", 100, stream=out, clock=clock, tick_s=0.01)
+    clock.now = 3.0
+    while "\rsoftmax" not in out.getvalue() and "\ryat_b s0: compiling, 3 s" not in out.getvalue():
+        ticked.wait(0.01)
+    clock.now = 30.0
+    progress.steps(20, 4.5)
+    progress.close()
+    text = out.getvalue()
+    assert "\ryat_b s0: compiling, 3 s\x1b[K" in text  # one line, rewritten
+    assert "\r\x1b[Kyat_b s0: compiled and ran 20 steps in 30 s" in text  # cleared before the next line
+    assert "of about" not in text  # nothing known of an earlier compilation
+
+
+def test_compile_times_are_kept_beside_the_compilation_cache_and_a_bad_record_is_no_record(tmp_path):
+    from attngeom.training.progress import CompileTimes
+
+    times = CompileTimes(tmp_path)
+    assert times.last("yat_b") is None
+    times.record("yat_b", 190.44)
+    times.record("softmax", 150)
+    assert times.last("yat_b") == 190.4 and CompileTimes(tmp_path).last("softmax") == 150.0
+    (tmp_path / CompileTimes.FILE).write_text("{not json")
+    assert times.last("yat_b") is None
+    (tmp_path / CompileTimes.FILE).write_text('{"yat_b": -1, "x": "190", "y": true, "z": 1e300}')
+    assert [times.last(k) for k in ("yat_b", "x", "y", "z")] == [None] * 4
+    assert CompileTimes(None).last("yat_b") is None and CompileTimes("").record("yat_b", 1.0) is None
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro" / CompileTimes.FILE).mkdir()  # a folder where the record goes: left as it is
+    CompileTimes(tmp_path / "ro").record("yat_b", 1.0)
+    assert CompileTimes(tmp_path / "ro").last("yat_b") is None

@@ -35,7 +35,7 @@ from attngeom.base.train_config import TrainConfig, preset
 from attngeom.base.variants import BUNDLES, PUBLISHED, model_key
 from attngeom.bundles.layout import write_model, write_run_json
 from attngeom.training import data, runs, trajectory
-from attngeom.training.device import deterministic_device
+from attngeom.training.device import COMPILATION_CACHE_DIR, deterministic_device
 from attngeom.training.device_probe import check_device
 
 MAX_WINDOWS = 256
@@ -118,7 +118,9 @@ def train_bundles(
     trained (stopped or not) and each folder's per-variant wall times.
     """
     from attngeom.training import together, train  # the one place jax is loaded: after `deterministic_device`
-    from attngeom.training.progress import StepProgress
+    from attngeom.training.progress import CompileTimes, StepProgress
+
+    times = CompileTimes(os.environ.get(COMPILATION_CACHE_DIR))  # beside the compiled steps: none without them
 
     members = members or (cfg.member,)
     walls: list[dict] = [{} for _ in folders]
@@ -127,11 +129,14 @@ def train_bundles(
         results: list[list] = [[] for _ in folders]
         for seed, variant in ((s, v) for s in seeds for v in chosen):
             group, bars = [], []
+            # what is compiled: the variant's step on this shape, for this many members at once
+            compiled = f"{variant}, {len(folders)} member(s), {asdict(cfg.model)}, batch {cfg.batch}, chunk {cfg.chunk}"
             for folder, member in zip(folders, members):
                 (folder.path / bundle).mkdir(exist_ok=True)  # a resumed run rewrites its bundles from the checkpoints
                 checkpoint = runs.checkpoint_path(folder.path, variant, seed)
                 name = f"{variant} s{seed}" + (f" member {member}" if len(folders) > 1 else "")
-                bars.append(StepProgress(name, cfg.steps_done(), runs.checkpoint_step(checkpoint, cfg.steps), quiet))
+                start = runs.checkpoint_step(checkpoint, cfg.steps)
+                bars.append(StepProgress(name, cfg.steps_done(), start, quiet, last_compile_s=times.last(compiled)))
 
                 def on_steps(first, losses, variant=variant, seed=seed, folder=folder, bar=bars[-1]):
                     folder.log_steps(variant, seed, first, losses)
@@ -155,6 +160,8 @@ def train_bundles(
                 trained = together.train_members(variant, seed, cfg, corpus, group, budget)
             for bar in bars:
                 bar.close()
+            if bars[0].compile_s is not None:
+                times.record(compiled, bars[0].compile_s)
             reached = len(trained[0].losses)
             if reached < cfg.steps_done():  # stopped by the time limit: a run stopped after the step reached
                 cfg = replace(cfg, stop_after=reached - 1)
