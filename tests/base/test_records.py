@@ -18,24 +18,33 @@ def keys(record) -> set[str]:
 def test_report_json_as_read_back_checks_only_fields_the_report_record_has():
     assert set(schema.REPORT_JSON.fields) <= keys(records.Report)
     assert set(schema.REPORT_JSON.required) <= keys(records.Report)
-    assert set(schema.REPORT_JSON.fields["summary"].required) == keys(records.Counts)
+    summary = schema.REPORT_JSON.fields["summary"]
+    assert set(summary.required) == keys(records.Counts) - {"by_kind"} and set(summary.fields) == keys(records.Counts)
     provenance = schema.REPORT_JSON.fields["provenance"]
     assert set(provenance.fields) <= keys(records.Provenance)
 
 
 def test_the_verdict_counts_are_the_counts_record():
-    rows = [{"verdict": v} for v in ("PASS", "FAIL", "SKIP", "PASS")]
+    rows = [{"verdict": v, "kind": "setup"} for v in ("PASS", "FAIL", "SKIP", "PASS")]
     counts = judge.summarise(rows)
     assert set(counts) == keys(records.Counts)
-    assert counts == {"passed": 2, "failed": 1, "skipped": 1, "verdict": "FAIL"}
+    assert counts == {
+        "passed": 2,
+        "failed": 1,
+        "skipped": 1,
+        "verdict": "FAIL",
+        "by_kind": {"setup": {"passed": 2, "failed": 1, "skipped": 1}},
+    }
 
 
 def test_every_judged_row_has_the_claim_row_fields(monkeypatch):
     monkeypatch.setattr(judge, "_measure", lambda entry, results: 0.5)
+    monkeypatch.setattr(judge, "CAUSES", {})  # no results to read a cause from: the generic sentence
     rows = judge.judge_all({"models": {}}, "published")
-    assert rows and {r["verdict"] for r in rows} >= {"SKIP"}  # the models' claims: none loaded
+    assert rows and {r["verdict"] for r in rows} >= {"SKIP", "FAIL"}  # the models' claims: none loaded
     for row in rows:
-        assert set(row) == keys(records.ClaimRow) - {"ensemble"}, row["id"]
+        assert set(row) | {"cause", "accepted"} == keys(records.ClaimRow) - {"ensemble"}, row["id"]
+        assert ("accepted" in row) == (row["verdict"] != "SKIP") and ("cause" in row) == (row["verdict"] == "FAIL")
 
 
 def test_the_provenance_has_the_provenance_records_fields(tmp_path):

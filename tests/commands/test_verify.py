@@ -8,7 +8,6 @@ import pytest
 from helpers.commands import assert_own_help, capture, run
 
 from attngeom.base.errors import InputError
-from attngeom.base.variants import PUBLISHED
 from attngeom.commands import verify
 from attngeom.jobs import verify as verify_job
 
@@ -20,7 +19,7 @@ def test_help_prints_the_commands_own_description(capsys):
 def test_the_defaults_are_the_authors_bundles_into_report(monkeypatch):
     calls = capture(monkeypatch, verify_job, "run_verify", status=1)
     assert run(["verify"]) == 1  # verify's status is the command's
-    assert calls == [(None, Path("report"), None, PUBLISHED)]
+    assert calls == [(None, Path("report"), None, None)]  # no --variants: each the folder holds (the author's: all)
 
 
 def test_the_options_reach_run_verify_as_given(monkeypatch, tmp_path):

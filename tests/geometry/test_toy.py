@@ -92,14 +92,16 @@ def test_a_direction_exactly_on_a_border_never_agrees():
     assert not antipodes_agree(np.geomspace(1e2, 1e8, 50)[None, :], toy.directions(2)[:1], bodies).any()
 
 
-def test_reasons_quote_the_exact_radii():
-    from attngeom.judgement import expected
+def test_the_far_fields_failure_quotes_the_exact_radii():
+    """The cause a failing far-field claim gives (judgement.causes) names the exact settling radii: the last
+    two directions' and the largest of the rest."""
+    from attngeom.judgement.causes import far_field_settling
 
-    settle = np.sort(toy.settle_radii())
-    reasons = {e["id"]: e["reason"] for e in expected.load_claims()}
-    for cid in ("toy.far.saturates", "toy.far.reaches_100"):
-        assert f"{settle[-1]:.1f}" in reasons[cid]
-    assert f"{settle[-2]:.1f}" in reasons["toy.far.saturates"] and f"{settle[-3]:.1f}" in reasons["toy.far.saturates"]
+    radii = toy.settle_radii()
+    theta = np.degrees(np.arange(len(radii)) * np.pi / len(radii))
+    said = far_field_settling({"theta_deg": theta.tolist(), "settle_radius": radii.tolist(), "never_agree": 0})
+    for r in np.sort(radii)[-3:]:
+        assert f"{r:.1f}" in said, said
 
 
 # --- the panels' numbers pinned, each at its defaults -------------------------------------------

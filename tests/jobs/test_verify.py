@@ -293,7 +293,7 @@ def test_a_smoke_rerun_is_recognised_without_flags(tmp_path):
         md = " ".join((tmp_path / "out" / "REPORT.md").read_text().split())
         assert "trajectories" not in report and "## Beside other trajectories" not in md
         assert "the published value is" not in md and "(n = 1)" not in md
-        assert "distinct winners of 32 (mean over heads) at step" in md and "of 128" not in md
+        assert "distinct winners of 32 (mean over heads) at step" in md and "winners of 128 (mean over heads)" not in md
         skips = [line for line in proc.stdout.splitlines() if line.startswith("SKIP")]
         assert skips and all(line.startswith("SKIP  ") and " skipped: " in line for line in skips)
         assert sum(int(line.split()[1]) for line in skips) == list(rows.values()).count("SKIP")

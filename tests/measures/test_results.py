@@ -34,6 +34,7 @@ def test_setup_and_counts_follow_the_shapes(softmax):
         "head_dim": D,
         "window": T,
         "steps": 10,
+        "steps_trained": 10,  # the whole schedule: no STOPPED_AFTER in its cfg
         "checkpoints": [0, 9],
         "scorable_rows_per_head": T - 1,
     }

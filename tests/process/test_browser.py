@@ -295,7 +295,8 @@ def test_every_trajectory_statistic_is_shown_beside_the_measured_trajectories(br
     for row in rows:
         one = statistics[row.get_attribute("data-claim")]
         cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
-        assert cells[4].startswith("none: " if "spread" not in one else f"{len(one['values'])}, "), cells
+        n = len(one["values"])
+        assert cells[4].startswith("none: " if "spread" not in one else "one, " if n == 1 else f"{n}, "), cells
     measured = [cid for cid, one in statistics.items() if "spread" in one]
     assert measured and len(measured) < len(statistics)  # the quality gap is no statistic of the maps
     assert (
