@@ -58,6 +58,11 @@ def _trajectory_row(one: dict) -> strips.Row:
     )
 
 
+def _first_upper(text: str) -> str:
+    """A sentence that opens a note: its first letter upper-case, the rest as it was."""
+    return text[:1].upper() + text[1:]
+
+
 def trajectories(report: dict) -> str:
     """Each trajectory statistic beside every measured trajectory at its step (a strip where one is
     measured, as REPORT.md's section says), and each comparison on every pairing of them."""
@@ -82,7 +87,7 @@ def trajectories(report: dict) -> str:
             f'data-claim="{esc(cid)}"',
             f"{claim_link(cid)}: {math_text(claims[cid]['claim'])}",
             [_trajectory_row(one)],
-            note=esc(words.statistic_sentence(one)[0].upper() + words.statistic_sentence(one)[1:]),
+            note=esc(_first_upper(words.statistic_sentence(one))),
         )
         for cid, one in stats.items()
         if "spread" in one
