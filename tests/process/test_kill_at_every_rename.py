@@ -1,7 +1,9 @@
 """A run killed at any of its writes is carried on to the run an uninterrupted one is: a smoke rerun killed
 (SIGKILL, strace fault injection) at the renames it makes, then resumed (or, killed before its first
 manifest, started again into the same folder), ends complete with the bundles, run records and log lines
-of the uninterrupted run, bit for bit.
+of the uninterrupted run, bit for bit: no step trained twice, nothing lost (a kill at the completing
+manifest write included), and no half-written file left, listed or read (each kill leaves the temporary
+of the file it stopped; the run carried on removes it).
 
 Every file the run puts in place is killed at, at its first and at its last rename: a file written again
 (a checkpoint, the log, the manifest) takes the same path through the code each time, and its first and
@@ -9,6 +11,7 @@ last writes are those whose neighbours differ (nothing before it; the run's end 
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -21,7 +24,9 @@ import pytest
 from helpers import REPO
 from helpers.runs import same_as_the_whole_run
 
+from attngeom.base.files import is_temporary, tmp_prefix
 from attngeom.training.progress import CompileTimes
+from attngeom.training.runs import require_complete
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")]
 RUN = ["rerun", "--preset", "smoke", "--variants", "softmax", "--steps", "21", "--windows", "2", "--quiet"]
@@ -64,20 +69,34 @@ def traced(tmp_path_factory) -> tuple[Path, list[str]]:
     return root / "run", targets
 
 
-def killed_then_carried_on(root: Path, at: int) -> tuple[int, subprocess.CompletedProcess]:
-    """The run killed at its `at`-th rename into its own folder, then carried on: (at, the carrying command)."""
+def left_behind(target: str, whole: Path, out: Path) -> list[str]:
+    """The temporaries of the write onto `target` (a path of the traced run `whole`) left in the run `out`:
+    beside the file, or the temporary folder it was written in (a folder put in place whole, whose
+    temporary name differs from run to run)."""
+    parts = Path(target).relative_to(whole).parts
+    i = next((i for i, part in enumerate(parts) if is_temporary(part)), len(parts) - 1)
+    name = parts[i][1:].rsplit(".", 2)[0] if is_temporary(parts[i]) else parts[i]  # .NAME.XXXXXXXX.tmp
+    return [p.name for p in out.joinpath(*parts[:i]).glob(f"{glob.escape(tmp_prefix(name))}*.tmp")]
+
+
+def killed_then_carried_on(
+    root: Path, whole: Path, target: str, at: int
+) -> tuple[int, list[str] | None, subprocess.CompletedProcess]:
+    """The run killed at its `at`-th rename (onto `target`), then carried on: (at, the temporaries of the
+    target the kill left, None for a target outside the run's folder, the carrying command)."""
     work = root / f"kill-{at}"
     work.mkdir()
     out = work / "run"
     killed = attngeom(*RUN, "--out", str(out), trace=["-e", f"inject=rename:signal=KILL:when={at}"], cwd=work)
     if killed.returncode == 0:
-        return at, subprocess.CompletedProcess(killed.args, 1, "", f"rename {at}: the run was not killed")
+        return at, None, subprocess.CompletedProcess(killed.args, 1, "", f"rename {at}: the run was not killed")
+    left = left_behind(target, whole, out) if Path(target).is_relative_to(whole) else None  # the compile times
     carried = (
         attngeom("rerun", "--resume", str(out), "--quiet", cwd=work)
         if (out / "manifest.json").is_file()
         else attngeom(*RUN, "--out", str(out), cwd=work)  # killed before it could say what it is
     )
-    return at, carried
+    return at, left, carried
 
 
 def test_a_kill_at_every_rename_is_carried_on_to_the_uninterrupted_run(traced, tmp_path):
@@ -85,8 +104,13 @@ def test_a_kill_at_every_rename_is_carried_on_to_the_uninterrupted_run(traced, t
     points = kill_points(targets)
     assert len({targets[at - 1] for at in points}) == len(set(targets)) > 3  # every file the run puts in place
     with ThreadPoolExecutor(max_workers=2) as pool:  # two at a time: much of a smoke run is single-threaded
-        results = list(pool.map(lambda at: killed_then_carried_on(tmp_path, at), points))
-    failed = [(at, carried.stderr[-300:]) for at, carried in results if carried.returncode != 0]
+        results = list(pool.map(lambda at: killed_then_carried_on(tmp_path, whole, targets[at - 1], at), points))
+    failed = [(at, carried.stderr[-300:]) for at, _, carried in results if carried.returncode != 0]
     assert failed == []
-    for at, _ in results:
-        same_as_the_whole_run(whole, tmp_path / f"kill-{at}" / "run", ("softmax",), 0)
+    assert [at for at, left, _ in results if left == []] == []  # each kill stopped a write half-way
+    for at, _, _ in results:
+        out = tmp_path / f"kill-{at}" / "run"
+        same_as_the_whole_run(whole, out, ("softmax",), 0)
+        listed = require_complete(out)["files"]
+        assert not [n for n in listed if any(is_temporary(part) for part in n.split("/"))], at
+        assert not [p for p in out.rglob("*") if is_temporary(p.name)], at

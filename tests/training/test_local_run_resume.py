@@ -1,7 +1,7 @@
 """`rerun --resume` continues the trajectory an uninterrupted run follows, or refuses with one line and
 changes nothing: another code generation, core count or training code, a checkpoint of another run or
-past the run's stop; and a kill at the exact write (strace's fault injection) loses no training, leaves
-nothing listed, and never parts members trained together."""
+past the run's stop; and a kill at the exact write (strace's fault injection) never parts members trained
+together (a kill at each write of a run of one model: tests/process/test_kill_at_every_rename.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from helpers.runs import restore_device_settings, same_files, trained_in_process
 
 from attngeom import cli
 from attngeom.base import fetch
-from attngeom.base.files import is_temporary
 from attngeom.training import data, runs, trajectory
 
 STOPPED = ["rerun", "--preset", "smoke", "--variants", "softmax", "--windows", "2", "--stop-after", "20", "--quiet"]
@@ -213,9 +212,6 @@ def _killed_at(tmp: Path, renames: list[str], target: str, which: int, *options:
     return out
 
 
-QK_RUN = ("--preset", "smoke", "--variants", "yat_b", "--windows", "2")
-
-
 @pytest.fixture(scope="module")
 def warm_cache(published_root) -> None:
     """The corpus and the published bundles in the download cache before a traced run: a first download's
@@ -224,44 +220,9 @@ def warm_cache(published_root) -> None:
     fetch.fetch_companion()  # verify's first read of the companion's runs
 
 
-@pytest.fixture(scope="module")
-def traced_qk_run(tmp_path_factory, warm_cache) -> tuple[Path, list[str]]:
-    return _traced_run(tmp_path_factory.mktemp("traced"), *QK_RUN)
-
-
 def _qk_bundles(a: Path, b: Path) -> None:
     same_files(a / "attngeom-qk", b / "attngeom-qk", ["attn_yat_b_s0.npz", "geom_yat_b_s0.npz", "windows_yat_b_s0.npz"])
     assert (a / runs.TRAIN_LOG).read_text() == (b / runs.TRAIN_LOG).read_text()  # no step trained twice
-
-
-@pytest.mark.slow
-@needs_strace
-def test_a_kill_at_the_completing_manifest_write_loses_no_training(traced_qk_run, tmp_path):
-    whole, renames = traced_qk_run
-    assert renames[-1].endswith("/" + runs.MANIFEST)  # the completion is the run's last rename
-    cut = _killed_at(tmp_path, renames, runs.MANIFEST, -1, *QK_RUN)
-    assert json.loads((cut / runs.MANIFEST).read_text())["completed"] is False
-    assert runs.checkpoint_step(runs.checkpoint_path(cut, "yat_b", 0), 60) == 60  # kept until completion is recorded
-    proc = subprocess.run(_command("--resume", str(cut)), env=_env(), cwd=REPO, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert "yat_b seed 0: resuming after step 60" in proc.stdout
-    _qk_bundles(whole, cut)
-    assert not (cut / runs.CHECKPOINTS).exists()
-
-
-@pytest.mark.slow
-@needs_strace
-def test_a_kill_during_a_write_leaves_nothing_listed_or_read(traced_qk_run, tmp_path):
-    whole, renames = traced_qk_run
-    cut = _killed_at(tmp_path, renames, "/yat_attention.json", 0, *QK_RUN)
-    left = [p.name for p in cut.rglob("*") if is_temporary(p.name)]
-    assert any(name.startswith(".yat_attention.json.") for name in left), left
-    proc = subprocess.run(_command("--resume", str(cut)), env=_env(), cwd=REPO, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    manifest = runs.require_complete(cut)
-    assert not any(is_temporary(part) for name in manifest["files"] for part in name.split("/"))
-    assert not any(is_temporary(p.name) for p in cut.rglob("*"))
-    _qk_bundles(whole, cut)
 
 
 ENSEMBLE = (
