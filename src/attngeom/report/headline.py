@@ -10,6 +10,13 @@ from collections import Counter
 
 from attngeom.base.records import ClaimRow, Report
 
+
+def first_upper(text: str) -> str:
+    """`text` as a sentence's opening: its first letter upper-case, the rest as it was (never `capitalize`,
+    which would lower the ids and names inside it)."""
+    return text[:1].upper() + text[1:]
+
+
 KIND_PLURAL = {
     "theorem": "theorems",
     "setup": "setup facts",
@@ -69,8 +76,7 @@ def kinds_sentence(report: Report) -> str | None:
         parts.append(
             f"of the claims of mathematics (the posts' toy, no model), {m['passed']} pass and {m['failed']} fail"
         )
-    text = "; ".join(parts)
-    return text[0].upper() + text[1:] + "."
+    return first_upper("; ".join(parts)) + "."
 
 
 def failure_lines(claims: list[ClaimRow]) -> list[tuple[str, str]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from attngeom.report import strips
 from attngeom.report import trajectory_words as words
+from attngeom.report.headline import first_upper
 from attngeom.report.html_text import claim_link, esc, math_text, number_text
 
 
@@ -58,11 +59,6 @@ def _trajectory_row(one: dict) -> strips.Row:
     )
 
 
-def _first_upper(text: str) -> str:
-    """A sentence that opens a note: its first letter upper-case, the rest as it was."""
-    return text[:1].upper() + text[1:]
-
-
 def trajectories(report: dict) -> str:
     """Each trajectory statistic beside every measured trajectory at its step (a strip where one is
     measured, as REPORT.md's section says), and each comparison on every pairing of them."""
@@ -87,7 +83,7 @@ def trajectories(report: dict) -> str:
             f'data-claim="{esc(cid)}"',
             f"{claim_link(cid)}: {math_text(claims[cid]['claim'])}",
             [_trajectory_row(one)],
-            note=esc(_first_upper(words.statistic_sentence(one))),
+            note=esc(first_upper(words.statistic_sentence(one))),
         )
         for cid, one in stats.items()
         if "spread" in one

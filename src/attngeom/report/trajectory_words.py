@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from attngeom.judgement.judge import fmt
 from attngeom.measures.table import TABLE
+from attngeom.report.headline import first_upper
 
 MEANING = (
     "A trajectory is one training of a model: the same data, seed and settings, and so the same numbers in "
@@ -111,4 +112,4 @@ def comparison_text(one: dict) -> str:
             else f"fails on {n - held} of {n} pairing{'s' * (n != 1)}"
         )
         parts.append(f"{at}: {verdict} ({ranges})")
-    return ". ".join(parts[:1] + [p[0].upper() + p[1:] for p in parts[1:]]) + "."
+    return ". ".join(parts[:1] + [first_upper(p) for p in parts[1:]]) + "."
