@@ -7,7 +7,9 @@ of the file it stopped; the run carried on removes it).
 
 Every file the run puts in place is killed at, at its first and at its last rename: a file written again
 (a checkpoint, the log, the manifest) takes the same path through the code each time, and its first and
-last writes are those whose neighbours differ (nothing before it; the run's end after it)."""
+last writes are those whose neighbours differ (nothing before it; the run's end after it). The files
+written inside a temporary folder that is put in place whole (the report) are one write, the folder's: a
+kill at any of them leaves the same half-made folder, so it is killed at the first and last of them."""
 
 from __future__ import annotations
 
@@ -40,16 +42,28 @@ def attngeom(*args: str, trace: list[str] | None = None, cwd: Path) -> subproces
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
+def written(target: str) -> str:
+    """What a rename onto `target` writes: the file, or the temporary folder it lies in (put in place whole)."""
+    parts = Path(target).parts
+    return str(Path(*parts[: next((i + 1 for i, p in enumerate(parts) if is_temporary(p)), len(parts))]))
+
+
 def kill_points(targets: list[str]) -> list[int]:
-    """The renames to kill at (1-based, as strace counts them): each target's first and last."""
-    first = {t: i for i, t in reversed(list(enumerate(targets, 1)))}
-    last = {t: i for i, t in enumerate(targets, 1)}
+    """The renames to kill at (1-based, as strace counts them): the first and last of each thing written."""
+    first = {written(t): i for i, t in reversed(list(enumerate(targets, 1)))}
+    last = {written(t): i for i, t in enumerate(targets, 1)}
     return sorted({*first.values(), *last.values()})
 
 
 def test_each_file_is_killed_at_its_first_and_last_rename():
     assert kill_points(["a", "b", "a", "c", "a", "b"]) == [1, 2, 4, 5, 6]
     assert kill_points(["m"]) == [1] and kill_points([]) == []
+
+
+def test_a_folder_put_in_place_whole_is_killed_at_its_first_and_last_file():
+    folder = ["r/.report.ab12cd34.tmp/" + name for name in ("a.json", "b.json", "c.md")]
+    assert kill_points(["r/m", *folder, "r/report", "r/m"]) == [1, 2, 4, 5, 6]
+    assert written(folder[1]) == "r/.report.ab12cd34.tmp" and written("r/report") == "r/report"
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +116,7 @@ def killed_then_carried_on(
 def test_a_kill_at_every_rename_is_carried_on_to_the_uninterrupted_run(traced, tmp_path):
     whole, targets = traced
     points = kill_points(targets)
-    assert len({targets[at - 1] for at in points}) == len(set(targets)) > 3  # every file the run puts in place
+    assert len({written(targets[at - 1]) for at in points}) == len({written(t) for t in targets}) > 3  # all written
     with ThreadPoolExecutor(max_workers=2) as pool:  # two at a time: much of a smoke run is single-threaded
         results = list(pool.map(lambda at: killed_then_carried_on(tmp_path, whole, targets[at - 1], at), points))
     failed = [(at, carried.stderr[-300:]) for at, _, carried in results if carried.returncode != 0]
