@@ -1,6 +1,6 @@
-"""How much of a rerun or an ensemble fits in a time on a GPU, from the FLOPs of its compiled step.
+"""How much of a rerun or an ensemble fits in a time on a GPU, from the FLOPs of its training step.
 
-XLA's `cost_analysis()` of one training step (K members vmapped when K > 1; `attngeom.training.flops`, which
+XLA's `cost_analysis()` of one training step as jax lowers it (K members vmapped when K > 1; `attngeom.training.flops`, which
 `kaggle build --members K` uses too) gives its FLOPs; at a
 GPU's float32 rate (`--tflops`, an H100/H200's 67 without tensor cores, as `highest` matmul
 precision asks) and an assumed fraction of it reached (`--efficiency`), the steps of every variant
@@ -63,6 +63,9 @@ def main() -> int:
         "preset": args.preset,
         "members": args.members,
         "step_flops": flops,
+        "tflops": args.tflops,
+        "efficiency": args.efficiency,
+        "compile_s": args.compile_s,
         "assumed_flops_per_s": rate,
         "estimated_s": round(schedule_seconds(flops, cfg.steps, rate, args.compile_s), 1),
         "seconds": args.seconds,

@@ -28,7 +28,7 @@
 #
 # The rerun is sized to the time left of ATTNGEOM_CHECK_S seconds (540; 3600 with --smoke) once the
 # Kaggle check (ATTNGEOM_KAGGLE_S, 90, when it runs) and judging (ATTNGEOM_MODEL_JUDGE_S, 15, per model)
-# are kept: bench/gpu_budget.py estimates it from the FLOPs of the compiled step and stops it after the
+# are kept: bench/gpu_budget.py estimates it from the FLOPs of the step and stops it after the
 # step that fits, and `rerun --time-limit` holds it to that time.
 #
 # A step that fails is recorded with its exit status and the next one still runs; the script's own exit

@@ -47,10 +47,24 @@ def test_the_suites_time_in_short_is_its_minutes_cores_and_counts(tmp_path, monk
     assert bench.suite_time() == "42 s on Linux (x86_64) when last recorded (10 passed, 2 skipped)"
 
 
+def test_the_gpu_ensembles_estimate_is_its_files_arithmetic(tmp_path, monkeypatch):
+    doc = {"preset": "paper", "members": 4, "tflops": 50.0, "efficiency": 0.25, "compile_s": 40.0}
+    doc |= {"step_flops": {"yat_b": 6.0e11, "softmax": 5.0e11}, "assumed_flops_per_s": 12.5e12, "measured": MEASURED}
+    (tmp_path / "gpu-budget-h100.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(bench, "BENCH", tmp_path)
+    text = bench.gpu_ensemble_estimate()
+    assert "(0.60 TFLOP for yat_b, 0.50 for softmax, about 150 GFLOP per member-step of yat_b;" in text
+    # 12,000 steps of 0.6 TFLOP at 50 TFLOP/s x 25%, then 40 s of compilation
+    assert text.endswith(
+        "50 TFLOP/s of float32 reached to 25% (an assumed share), estimates yat_b's 4 x 12,000 "
+        "member-steps at about 616 s with its compilation (40 s, assumed)"
+    )
+
+
 def test_the_repositorys_own_benchmark_files_make_their_figures():
     assert bench.kaggle_estimate(4, short=True).endswith(" of the GPU's peak")
     assert bench.kaggle_estimate(4).startswith(bench.kaggle_estimate(4, short=True).split(",")[0] + " (")
-    for figure in (bench.bench_verify, bench.verify_time, bench.suite, bench.suite_time):
+    for figure in (bench.bench_verify, bench.verify_time, bench.suite, bench.suite_time, bench.gpu_ensemble_estimate):
         text = figure()
         assert text.strip() and "{" not in text, figure.__name__
 

@@ -2,7 +2,7 @@
 
 Each kernel trains its variants one after another, its K members split over the machine's GPUs
 (`kernel_main.member_groups`), each GPU's group one vmapped step. A kernel's time is that of its
-largest group: XLA's FLOPs of that group's compiled step (`attngeom.training.flops`, as `bench/gpu_budget.py`
+largest group: XLA's FLOPs of that group's step (`attngeom.training.flops`, as `bench/gpu_budget.py`
 takes them) for the whole schedule, at the GPU's float32 rate times the fraction of it a step is
 assumed to reach, plus each variant's compilation and the kernel's install. This is an estimate,
 not a measurement: no kernel has been timed on Kaggle yet. Kaggle counts a session's hours against

@@ -158,6 +158,28 @@ def kaggle_estimate(members: int = 4, short: bool = False) -> str:
     return f"{estimate} (FLOPs per step by {provenance(d)}, `{relative(path)}`)"
 
 
+def gpu_ensemble_estimate() -> str:
+    """The FLOPs of a step of 4 vmapped members of each variant and yat_b's estimated 4 x 12,000 member-steps
+    on an H100/H200 (bench/results/gpu-budget-h100.json, `bench/gpu_budget.py`), as the ensemble sizes it."""
+    from attngeom.base.train_config import PRESETS
+    from attngeom.training.flops import schedule_seconds
+
+    path = BENCH / "gpu-budget-h100.json"
+    d = schema.read_json(path)
+    tflop = {v: f / 1e12 for v, f in d["step_flops"].items()}
+    per_member_gflop = 1e3 * tflop["yat_b"] / d["members"]
+    steps = PRESETS[d["preset"]].steps
+    yat_b_s = schedule_seconds({"yat_b": d["step_flops"]["yat_b"]}, steps, d["assumed_flops_per_s"], d["compile_s"])
+    each = ", ".join(f"{t:.2f}{' TFLOP' if i == 0 else ''} for {v}" for i, (v, t) in enumerate(tflop.items()))
+    return (
+        f"the FLOPs of one step of {d['members']} vmapped members from XLA's `cost_analysis()` ({each}, about "
+        f"{per_member_gflop:.0f} GFLOP per member-step of yat_b; {provenance(d)}, `{relative(path)}`) and, at an "
+        f"H100/H200's {d['tflops']:g} TFLOP/s of float32 reached to {d['efficiency']:.0%} (an assumed share), "
+        f"estimates yat_b's {d['members']} x {steps:,} member-steps at about {yat_b_s:.0f} s with its "
+        f"compilation ({d['compile_s']:g} s, assumed)"
+    )
+
+
 def mutation_table() -> str:
     """The mutation score of each module (bench/results/mutation.json, `bench mutation`), and the listed
     modules (pyproject.toml's `[tool.attngeom.mutation]`) not measured yet."""
