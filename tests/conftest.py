@@ -17,6 +17,8 @@ from helpers.runs import SmokeRuns
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # the session's record is this process's to write: no worker, and no `./reproduce.sh test` a test starts
+    _SUITE_FILE.append(os.environ.pop(SUITE_JSON, ""))
     os.environ.setdefault("PYTHONSAFEPATH", "1")  # no Python a test starts imports from its working folder
     mirror = os.environ.get("ATTNGEOM_MIRROR")
     if mirror:  # a relative path means where the tests were started, also for commands run in other folders
@@ -40,6 +42,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 SUITE_JSON = "ATTNGEOM_SUITE_JSON"  # a file to write the session's counts and wall time to (bench/results/suite.json)
+_SUITE_FILE: list[str] = []  # its value as the session started (taken out of the environment its processes inherit)
 _STARTED: list[float] = []
 
 
@@ -50,7 +53,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """With ATTNGEOM_SUITE_JSON set: the outcomes and the wall time of this session, where and how it ran,
     as the docs quote them (`attngeom.docs.bench.suite`)."""
-    path = os.environ.get(SUITE_JSON)
+    path = _SUITE_FILE[-1] if _SUITE_FILE else ""
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if not path or reporter is None or not _STARTED:
         return
