@@ -66,6 +66,15 @@ def test_unsupported_python_is_refused(monkeypatch):
         kernel_main.main({}, "")
 
 
+def test_a_kernel_that_fails_leaves_nothing_in_the_temporary_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(kernel_main.tempfile, "tempdir", None)  # read TMPDIR again
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit, match="sha256 mismatch"):
+        kernel_main.main({"SOURCE_SHA256": "0" * 64}, "cGF5bG9hZA==")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_library_path_drops_the_system_cuda_and_keeps_the_driver(tmp_path, capsys):
     driver, cuda, other = tmp_path / "nvidia" / "lib64", tmp_path / "cuda-12.8" / "lib64", tmp_path / "lib"
     for folder, name in ((driver, "libcuda.so.1"), (cuda, "libnvJitLink.so.12"), (other, "libz.so.1")):

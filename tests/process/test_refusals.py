@@ -59,7 +59,12 @@ def test_a_dependency_that_cannot_be_imported_is_one_internal_error_line(tmp_pat
     proc = subprocess.run(
         [sys.executable, "-m", "attngeom", "--out", str(tmp_path / "out")],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{broken}", "ATTNGEOM_CACHE": str(tmp_path / "cache")},
+        env={
+            **os.environ,
+            "PYTHONPATH": f"{REPO / 'src'}:{broken}",
+            "ATTNGEOM_CACHE": str(tmp_path / "cache"),
+            "TMPDIR": str(tmp_path),  # where the log goes when the cache's folder cannot be named without numpy
+        },
         capture_output=True,
         text=True,
         timeout=300,
@@ -67,6 +72,8 @@ def test_a_dependency_that_cannot_be_imported_is_one_internal_error_line(tmp_pat
     )
     assert_one_error_line(proc, 3, "error: internal error: ImportError: this numpy is broken")
     assert not (tmp_path / "out").exists()
+    (log,) = tmp_path.glob("attngeom-error-*.log")
+    assert "this numpy is broken" in log.read_text()
 
 
 def test_a_results_folder_the_gpu_check_cannot_write_stops_it_before_any_step(tmp_path):
