@@ -1,13 +1,14 @@
 """How much of a rerun or an ensemble fits in a time on a GPU, from the FLOPs of its training step.
 
-XLA's `cost_analysis()` of one training step as jax lowers it (K members vmapped when K > 1; `attngeom.training.flops`, which
-`kaggle build --members K` uses too) gives its FLOPs; at a
-GPU's float32 rate (`--tflops`, an H100/H200's 67 without tensor cores, as `highest` matmul
+XLA's `cost_analysis()` of one training step as jax lowers it, nothing compiled (K members vmapped
+when K > 1; `attngeom.training.flops`, which `kaggle build --members K` uses too) gives its FLOPs;
+at a GPU's float32 rate (`--tflops`, an H100/H200's 67 without tensor cores, as `highest` matmul
 precision asks) and an assumed fraction of it reached (`--efficiency`), the steps of every variant
 take an estimated time, to which each variant's compilation is added (`--compile-s`). Writes one
 JSON (`--json FILE`, with where and when it was measured): the FLOPs per step of each variant, the
-estimated seconds of the whole schedule, and the step to stop after so that it fits in `--seconds` (null when all of it fits); and
-prints the rerun's option that sizes it, `--stop-after STEP`, one word a line (nothing when it fits).
+estimated seconds of the whole schedule, and the step to stop after so that it fits in `--seconds`
+(null when all of it fits); and prints the rerun's option that sizes it, `--stop-after STEP`, one
+word a line (nothing when it fits).
 
     python bench/gpu_budget.py --seconds 300 --members 4 --json FILE [--preset paper] [--variants ...]
 
