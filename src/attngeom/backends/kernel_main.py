@@ -242,6 +242,36 @@ def train_ensemble(python: str, env: dict, repo: Path, out: Path, settings: dict
     return [p.wait() for p in procs]
 
 
+def train_in(
+    scratch: Path, work: Path, settings: dict, source_b64: str, on_kaggle: bool, gpus: list[str]
+) -> tuple[str, Path]:
+    """Unpack and install into `scratch`, train into `work`, stamp the manifests: what was trained, and where."""
+    repo = scratch / "repo"
+    unpack(source_b64, settings["SOURCE_SHA256"], repo)
+    python = interpreter(scratch, repo)
+    env = kernel_env(repo, on_kaggle)
+    if on_kaggle and settings["PRESET"] != "smoke":  # the smoke preset trains on whatever jax finds
+        require_gpu(python, env)
+    out = work / settings["OUTPUT_DIR"]
+    what = f"{settings['BUNDLE']} seed {settings['SEED']}"
+    if settings.get("MEMBERS"):
+        statuses = train_ensemble(python, env, repo, out, settings, gpus)
+        folders = [out / f"member-{m}" for m in range(int(settings["MEMBERS"]))]
+        what += f", {settings['MEMBERS']} members"
+    else:
+        cmd = [python, "-m", "attngeom", "rerun", "--preset", settings["PRESET"]]
+        cmd += ["--out", str(out), "--variants", settings["VARIANTS"], "--seeds", settings["SEED"], "--quiet"]
+        print("+ " + " ".join(cmd), flush=True)
+        statuses, folders = [subprocess.run(cmd, check=False, env=env, cwd=str(repo)).returncode], [out]
+    # 1 = trained, but a claim misses its tolerance: the bundle is still the result to pull.
+    for folder in folders:
+        if (folder / "manifest.json").is_file():
+            stamp_manifest(folder, settings)
+    if any(status not in (0, 1) for status in statuses) or not all((f / "manifest.json").is_file() for f in folders):
+        sys.exit(f"attngeom kernel: training {what} failed (exit status {', '.join(map(str, statuses))})")
+    return what, out
+
+
 def main(settings: dict, source_b64: str) -> None:
     """Unpack, install, train `settings["BUNDLE"]` for one seed (or an ensemble of it), and leave the
     bundle folder (or the ensemble folder) as the kernel's output."""
@@ -253,31 +283,7 @@ def main(settings: dict, source_b64: str) -> None:
     work = KAGGLE_WORKING if on_kaggle and KAGGLE_WORKING.is_dir() else Path.cwd()
     scratch = Path(tempfile.mkdtemp(prefix="attngeom-kernel-"))  # the environment, the unpacked source
     try:
-        repo = scratch / "repo"
-        unpack(source_b64, settings["SOURCE_SHA256"], repo)
-        python = interpreter(scratch, repo)
-        env = kernel_env(repo, on_kaggle)
-        if on_kaggle and settings["PRESET"] != "smoke":  # the smoke preset trains on whatever jax finds
-            require_gpu(python, env)
-        out = work / settings["OUTPUT_DIR"]
-        what = f"{settings['BUNDLE']} seed {settings['SEED']}"
-        if settings.get("MEMBERS"):
-            statuses = train_ensemble(python, env, repo, out, settings, gpus)
-            folders = [out / f"member-{m}" for m in range(int(settings["MEMBERS"]))]
-            what += f", {settings['MEMBERS']} members"
-        else:
-            cmd = [python, "-m", "attngeom", "rerun", "--preset", settings["PRESET"]]
-            cmd += ["--out", str(out), "--variants", settings["VARIANTS"], "--seeds", settings["SEED"], "--quiet"]
-            print("+ " + " ".join(cmd), flush=True)
-            statuses, folders = [subprocess.run(cmd, check=False, env=env, cwd=str(repo)).returncode], [out]
-        # 1 = trained, but a claim misses its tolerance: the bundle is still the result to pull.
-        for folder in folders:
-            if (folder / "manifest.json").is_file():
-                stamp_manifest(folder, settings)
-        if any(status not in (0, 1) for status in statuses) or not all(
-            (f / "manifest.json").is_file() for f in folders
-        ):
-            sys.exit(f"attngeom kernel: training {what} failed (exit status {', '.join(map(str, statuses))})")
+        what, out = train_in(scratch, work, settings, source_b64, on_kaggle, gpus)
     finally:  # whatever ends the kernel: a failure on a machine that is not Kaggle's leaves nothing in its /tmp
         shutil.rmtree(scratch, ignore_errors=True)
     say(f"{what} done; bundles and manifests in {out}")
