@@ -112,6 +112,7 @@ ensure_venv() {
           --disable-pip-version-check --require-hashes -r "$lock" ) >"$log" 2>&1; then
     die "could not install the locked dependencies; see $log"
   fi
+  rm -f "$log"  # kept only for a build that failed (named above) or was interrupted (named as it began)
   { echo "$want" >"$venv/$DONE" && rm -f "$venv/$BUILDING"; } 2>/dev/null || die "$venv: cannot mark the environment complete"
 }
 

@@ -120,18 +120,25 @@ def _tiny_wheel(folder: Path) -> Path:
 
 @pytest.fixture
 def tiny_lock(tmp_path) -> dict:
-    """The environment of a build from a one-wheel lock, offline (no ATTNGEOM_VENV)."""
+    """The environment of a build from a one-wheel lock, offline (no ATTNGEOM_VENV), its build log in a
+    temporary folder of its own (TMPDIR)."""
     wheel = _tiny_wheel(tmp_path / "wheels")
     lock = tmp_path / "tiny.lock"
     lock.write_text(f"tinypkg==0.1 --hash=sha256:{hashlib.sha256(wheel.read_bytes()).hexdigest()}\n")
     env = {k: v for k, v in os.environ.items() if k != "ATTNGEOM_VENV"}
+    (tmp_path / "tmp").mkdir()
     return {
         **env,
         "ATTNGEOM_LOCK": str(lock),
         "ATTNGEOM_PYTHON": sys.executable,
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": str(wheel.parent),
+        "TMPDIR": str(tmp_path / "tmp"),
     }
+
+
+def _build_logs(env: dict) -> list[Path]:
+    return sorted(Path(env["TMPDIR"]).glob("attngeom-venv.*.log"))
 
 
 def _built_from(venv: Path, env: dict) -> bool:
@@ -175,6 +182,26 @@ def test_an_interrupted_first_install_is_built_again(tmp_path, tiny_lock):
     again = subprocess.run([str(SCRIPT), "bench"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert again.returncode == 2 and "unfinished build" in again.stderr, again.stderr
     assert again.stderr.strip().splitlines()[-1].startswith("error: bench:") and _built_from(venv, env)
+    assert (
+        len(_build_logs(env)) == 1
+    )  # the interrupted build's (its path was shown as it began); none of the build after
+
+
+def test_a_build_that_fails_names_its_log_and_one_that_succeeds_leaves_none(tmp_path, tiny_lock):
+    """The build's log is for a build that failed: the error line names it, and it holds pip's reason."""
+    missing = tmp_path / "missing.lock"
+    missing.write_text("nosuchpkg==1.0 --hash=sha256:" + "0" * 64 + "\n")
+    failed = run(
+        "bench", cwd=tmp_path, **{**tiny_lock, "ATTNGEOM_LOCK": str(missing), "ATTNGEOM_VENV": str(tmp_path / "v1")}
+    )
+    (log,) = _build_logs(tiny_lock)
+    assert failed.returncode == 2 and "Traceback" not in failed.stderr, failed.stderr
+    assert failed.stderr.strip().splitlines()[-1] == f"error: could not install the locked dependencies; see {log}"
+    assert "nosuchpkg" in log.read_text()
+    log.unlink()
+    done = run("bench", cwd=tmp_path, **{**tiny_lock, "ATTNGEOM_VENV": str(tmp_path / "v2")})
+    assert done.returncode == 2 and "error: bench:" in done.stderr and _built_from(tmp_path / "v2", tiny_lock)
+    assert _build_logs(tiny_lock) == []
 
 
 @pytest.mark.slow
