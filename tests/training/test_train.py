@@ -64,6 +64,39 @@ def test_chunk_plan_covers_every_step_once_and_stops_at_every_event(cfg):
     assert {s + 1 for s in cfg.telemetry_steps() if s > 0} <= ends
 
 
+def test_the_first_chunks_of_a_process_grow_from_two_steps_to_the_chunk():
+    paper = train_config.PRESETS["paper"]
+    sizes = [n for _, n in train.chunk_plan(paper)]
+    assert sizes[:7] == [2, 4, 8, 16, 32, 50, 50] and train.RAMP_FROM == 2
+    resumed = train.chunk_plan(paper, start=7550)  # a resumed process shows its first steps as soon
+    assert resumed[:3] == [(7550, 2), (7552, 4), (7556, 8)]
+    assert [n for _, n in train.chunk_plan(TINY)][:4] == [2, 1, 4, 3]  # an event cuts a grown chunk short
+
+
+def test_a_later_seed_or_member_of_the_same_model_reuses_its_engine_and_trains_the_same(corpus, monkeypatch):
+    built = []
+
+    def counted(*made):
+        built.append(made)
+        return train.single(*made)
+
+    short = replace(TINY, steps=3)
+    monkeypatch.setattr(train, "_ENGINES", {})
+    runs_ = [
+        train.train_group("yat_b", seed, replace(short, member=m), corpus, [train.Member(m)], counted)[0]
+        for seed, m in ((0, 0), (1, 0), (1, 1))
+    ]
+    assert len(built) == 1  # one engine for the three trainings
+    train.train_group("yat_b", 1, replace(short, lr=1e-4), corpus, [train.Member()], counted)
+    assert len(built) == 2  # another optimiser: another engine
+    monkeypatch.setattr(train, "_ENGINES", {})
+    for (seed, m), reused in zip(((1, 0), (1, 1)), runs_[1:]):
+        fresh = train.train_group("yat_b", seed, replace(short, member=m), corpus, [train.Member(m)], counted)[0]
+        np.testing.assert_array_equal(fresh.losses, reused.losses)
+        np.testing.assert_array_equal(fresh.attn_LHTT, reused.attn_LHTT)
+    assert not np.array_equal(runs_[0].losses, runs_[1].losses)
+
+
 def test_chunked_steps_give_the_losses_of_a_per_step_loop(corpus):
     graphdef, _, tx, state = train.init_state("yat_b", TINY, seed=0)
     step = jax.jit(train.make_step(graphdef, tx))

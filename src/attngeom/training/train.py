@@ -188,19 +188,26 @@ def init_state(variant: str, cfg: TrainConfig, seed: int):
     return graphdef, eval_graphdef, tx, (params, rest, tx.init(params))
 
 
+RAMP_FROM = 2  # the steps of a process's first chunk; each next one twice as many, up to `cfg.chunk`
+
+
 def chunk_plan(cfg: TrainConfig, start: int = 0, until: int | None = None) -> list[tuple[int, int]]:
     """(first step, number of steps) of each device call from `start` on (to `until` steps done if given);
     chunks end at every event and at the stop.
 
+    The first chunks grow from `RAMP_FROM` steps: the first includes compiling the step, so a paper run
+    shows its first steps, its compile time and its rate after seconds rather than after a whole chunk.
     Where the chunks begin and end changes no result: every step runs the same compiled step function.
     """
     last = cfg.steps_done() if until is None else until
     ends = sorted({s + 1 for s in cfg.telemetry_steps() if s > 0} | set(cfg.eval_points()) | {last})
     ends = [end for end in ends if start < end <= last]
-    plan = []
+    plan, size = [], min(RAMP_FROM, cfg.chunk)
     for end in ends:
-        for first in range(start, end, cfg.chunk):
-            plan.append((first, min(cfg.chunk, end - first)))
+        first = start
+        while first < end:
+            plan.append((first, min(size, end - first)))
+            first, size = first + plan[-1][1], min(2 * size, cfg.chunk)
         start = end
     return plan
 
@@ -226,6 +233,19 @@ class Engine:
     stack: Callable[[list], tuple]  # the members' states -> state
     unstack: Callable[[tuple], list]  # state -> the members' states
     split: Callable[[jax.Array], list[np.ndarray]]
+
+
+_ENGINES: dict[tuple, Engine] = {}
+
+
+def engine_for(engine_of: Callable[..., Engine], variant: str, cfg: TrainConfig, *made) -> Engine:
+    """`engine_of(*made)` (graph definitions and optimiser), built once per process for what decides them
+    (the variant, the model, the optimiser's settings): a later seed, member or resume of the same model
+    reuses its compiled functions instead of tracing and loading them again (about 10 s a paper model)."""
+    key = (engine_of, variant, cfg.model, cfg.lr_of(variant), cfg.weight_decay)
+    if key not in _ENGINES:
+        _ENGINES[key] = engine_of(*made)
+    return _ENGINES[key]
 
 
 def single(graphdef: nnx.GraphDef, eval_graphdef: nnx.GraphDef, tx: optax.GradientTransformation) -> Engine:
@@ -286,13 +306,14 @@ def train_group(
 
     Members continue from their checkpoints; those behind first catch up with the others. With
     `budget_s`, training stops after the last chunk that fits in that many seconds from the start
-    (each chunk's time taken as the longest after the first, which compiles): the checkpoints are
-    saved there, and the results are those of a run stopped after the step reached.
+    (a chunk's time taken as its steps times the slowest step of the chunks after the first, which
+    compiles): the checkpoints are saved there, and the results are those of a run stopped after the
+    step reached.
     """
     t0 = time.perf_counter()
     inits = [init_state(variant, replace(cfg, member=m.member), seed) for m in members]
-    graphdef, eval_graphdef, tx = inits[0][:3]
-    engine = engine_of(graphdef, eval_graphdef, tx)
+    graphdef = inits[0][0]
+    engine = engine_for(engine_of, variant, cfg, *inits[0][:3])
     window_T = data.telemetry_window(corpus, cfg.model.seq_len)
     windows_WT = data.telemetry_windows(corpus, cfg.model.seq_len, cfg.windows)
     val_x, val_y = data.val_batches(corpus, cfg.val_batches, cfg.batch, cfg.model.seq_len)
@@ -329,9 +350,13 @@ def train_group(
             snapshot(group, state, 0)
         plan = chunk_plan(cfg, start=start, until=until)
         batches: Iterator = (chunk_batches(corpus, cfg, seed, first, n) for first, n in plan)
-        upcoming, times, done = next(batches, None), [], start
+        upcoming, per_step, done = next(batches, None), [], start
         for first, n in plan:
-            if budget is not None and times and time.perf_counter() - t0 + max(times[1:] or times) > budget:
+            if (
+                budget is not None
+                and per_step
+                and time.perf_counter() - t0 + n * max(per_step[1:] or per_step) > budget
+            ):
                 break
             tick = time.perf_counter()
             state, loss = engine.chunk(state, *upcoming)
@@ -354,7 +379,7 @@ def train_group(
                     members[i].on_eval(done, ps[i].curve[-1]["val"])
             if done in cfg.eval_points() or done == cfg.steps_done():
                 keep(group, state, done, save=True)  # at the stop of a stopped run too, to carry it on later
-            times.append(time.perf_counter() - tick)
+            per_step.append((time.perf_counter() - tick) / n)
         keep(group, state, done, save=done not in (cfg.steps_done(), until, *cfg.eval_points()))  # the budget's stop
 
     while len({p.done for p in ps}) > 1:  # those behind catch up (a group interrupted between its checkpoints)
