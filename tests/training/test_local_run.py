@@ -130,7 +130,7 @@ def test_a_stopped_rerun_is_the_first_part_and_resume_carries_it_on(smoke_run, t
 
     times = CompileTimes(os.environ[COMPILATION_CACHE_DIR])  # the first part recorded how long compiling took
     compiled = next(k for k in json.loads(times.path.read_text()) if k.startswith("yat_b, 1 member(s), "))
-    assert times.last(compiled) > 0
+    assert times.last(compiled) > 0 and compiled.endswith(", first chunk 2")  # the steps its time includes
     assert cli.main(["rerun", "--resume", str(tmp_path / "cut")]) == 0
     said = capsys.readouterr()
     assert "yat_b seed 1: resuming after step 31" in said.out

@@ -39,6 +39,14 @@ def test_off_a_terminal_plain_lines_every_n_steps_and_no_carriage_return():
     assert [line.split(",")[0] for line in lines[3:]] == [f"yat_b s0: step {n}/1000" for n in (450, 650, 850, 1000)]
 
 
+def test_a_first_chunk_of_one_step_is_said_in_the_singular():
+    out, clock = io.StringIO(), Clock()
+    progress = StepProgress("softmax s0", 10, done=9, stream=out, clock=clock)
+    clock.now = 12.0
+    progress.steps(1, 1.5)
+    assert out.getvalue().splitlines()[-1] == "softmax s0: compiled and ran 1 step in 12 s; loss 1.5000"
+
+
 def test_off_a_terminal_a_line_after_every_s_seconds_even_between_step_counts():
     out, clock = io.StringIO(), Clock()
     progress = StepProgress("softmax s0", 12_000, done=500, stream=out, every_steps=10_000, every_s=60, clock=clock)

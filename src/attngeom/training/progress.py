@@ -149,7 +149,8 @@ class StepProgress:
             self._compiled.set()
             self.measured_from = self.last_line = (now, self.done)
             self.compile_s = now - self.started
-            self._line(f"{self.label}: compiled and ran {n} steps in {now - self.started:.0f} s; loss {loss:.4f}")
+            ran = f"{n} step" + ("" if n == 1 else "s")
+            self._line(f"{self.label}: compiled and ran {ran} in {now - self.started:.0f} s; loss {loss:.4f}")
             if self.terminal and not self.quiet:
                 self.bar = _Bar(
                     total=self.total,
