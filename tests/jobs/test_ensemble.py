@@ -202,6 +202,29 @@ def test_the_resume_of_a_complete_ensemble_exits_with_its_members_worst_verdict(
     assert cli.main(["rerun", "--resume", str(ens), "--quiet"]) == 1
 
 
+def test_one_member_a_process_stops_at_its_time_limit_and_resumes_to_that_member_of_the_whole_ensemble(
+    three_members, tmp_path, monkeypatch, capsys
+):
+    """Member 1 alone (`--member-ids 1`, one after another: a CPU's mode), stopped by `--time-limit 0.001` after
+    its first chunk while member 0 never starts, then carried on by `--resume ENS --member-ids 1`: it ends
+    as member 1 of the ensemble trained whole, bit for bit."""
+    restore_device_settings(monkeypatch)
+    ens = tmp_path / "ens"
+    lone = [*OPTS[:-3], "--members", "3", "--member-ids", "1", "--quiet"]
+    assert cli.main([*lone, "--time-limit", "0.001", "--out", str(ens)]) == 0
+    doc = ensemble.read(ens)
+    assert doc["members_mode"] == "sequential"
+    assert doc["member_runs"]["1"]["state"] == "complete" and doc["member_runs"]["1"]["stopped_after"] == 1
+    assert doc["member_runs"]["0"] == doc["member_runs"]["2"] == {"state": "not started"}
+    capsys.readouterr()
+    assert cli.main(["rerun", "--resume", str(ens), "--member-ids", "1", "--quiet"]) == 0
+    assert "member 1 of 3" in capsys.readouterr().out
+    doc = ensemble.read(ens)
+    assert doc["member_runs"]["1"]["stopped_after"] is None and doc["member_runs"]["0"] == {"state": "not started"}
+    same_as_the_whole_run(ensemble.member_dir(three_members, 1), ensemble.member_dir(ens, 1), ("yat_b",), 0)
+    assert _losses(ensemble.member_dir(ens, 1)) == _losses(ensemble.member_dir(three_members, 1))
+
+
 def test_bad_ensemble_options_are_one_line_errors(tmp_path, monkeypatch, capsys):
     restore_device_settings(monkeypatch)
     assert cli.main(["rerun", "--preset", "smoke", "--members", "1", "--out", str(tmp_path / "e")]) == 2

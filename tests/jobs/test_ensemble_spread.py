@@ -59,16 +59,21 @@ def test_members_train_together_on_a_gpu_and_one_after_another_on_a_cpu():
     assert ensemble.members_mode(options(members_mode="together"), "cpu", "together") == "together"
 
 
-def test_a_resume_keeps_the_recorded_mode_and_a_time_limit_needs_members_together():
+def test_a_resume_keeps_the_recorded_mode_and_a_time_limit_needs_members_together_or_one_member():
     with pytest.raises(InputError) as info:
         ensemble.members_mode(options(members_mode="sequential"), "gpu", "together")
     assert str(info.value) == (
         "--members-mode sequential: this ensemble was trained together; resume it so, or start a new one"
     )
     with pytest.raises(InputError) as info:
-        ensemble.members_mode(options(time_limit=60), "cpu")
-    assert str(info.value) == "--time-limit: only for members trained together (--members-mode together)"
-    assert ensemble.members_mode(options(time_limit=60), "gpu") == "together"
+        ensemble.check_time_limit(options(time_limit=60, members_mode="sequential"), (0, 1))
+    assert str(info.value) == (
+        "--time-limit: only for members trained together (--members-mode together) or one member a process "
+        "(--member-ids M)"
+    )
+    ensemble.check_time_limit(options(time_limit=60, members_mode="sequential"), (1,))  # one member: one stop
+    ensemble.check_time_limit(options(time_limit=60, members_mode="together"), (0, 1, 2))
+    ensemble.check_time_limit(options(members_mode="sequential"), (0, 1))
 
 
 def test_the_members_a_process_trains():

@@ -156,10 +156,17 @@ def members_mode(opts: local_run.RerunOptions, platform: str, recorded: str | No
         raise InputError(
             f"--members-mode {opts.members_mode}: this ensemble was trained {recorded}; resume it so, or start a new one"
         )
-    mode = opts.members_mode or recorded or ("sequential" if platform == "cpu" else "together")
-    if mode == "sequential" and opts.time_limit is not None:
-        raise InputError("--time-limit: only for members trained together (--members-mode together)")
-    return mode
+    return opts.members_mode or recorded or ("sequential" if platform == "cpu" else "together")
+
+
+def check_time_limit(opts: local_run.RerunOptions, ours: tuple[int, ...]) -> None:
+    """A time limit stops one training: members trained together stop at one step, and so does a lone
+    member; members trained one after another would each stop somewhere else (InputError)."""
+    if opts.time_limit is not None and opts.members_mode == "sequential" and len(ours) > 1:
+        raise InputError(
+            "--time-limit: only for members trained together (--members-mode together) or one member a process "
+            "(--member-ids M)"
+        )
 
 
 def run(
@@ -179,6 +186,7 @@ def run(
         opts = replace(opts, members_mode=members_mode(opts, platform))
         plan = {**new_plan(opts), "members_mode": opts.members_mode}
     ours, at_once = chosen_members(opts, plan["members"]), opts.members_mode == "together"
+    check_time_limit(opts, ours)
     # a new ensemble's folder is claimed once every option is found good
     ensemble = opts.resume or runs.new_run_dir(opts.out, f"{plan['config']['preset']}-ensemble{opts.members}")
     base = local_run.Plan.from_manifest(plan["config"], Path(ensemble) / SUMMARY)
@@ -188,7 +196,7 @@ def run(
     doc = write_summary(ensemble, plan, folders, known)
     print(f"ensemble folder: {shown(ensemble)}")
     states = [member_state(member_dir(ensemble, m))[0] for m in range(plan["members"])]
-    carry_on = all(s == "stopped" for s in states)
+    carry_on = all(states[m] == "stopped" for m in ours)  # another process's members are its own to carry on
     jobs = [
         (
             replace(
