@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from helpers.commands import assert_own_help, capture, run
+from helpers.commands import assert_own_help, capture, help_of, run
 
 from attngeom.backends import kaggle as kaggle_backend
 from attngeom.backends.kaggle import KaggleOptions
@@ -16,11 +16,15 @@ from attngeom.commands import kaggle
 
 def test_help_prints_the_commands_own_description_and_hides_the_old_spellings(capsys):
     assert_own_help("kaggle", kaggle, capsys)
-    from helpers.commands import help_of
-
-    shown = help_of(["kaggle"], capsys)
-    assert "--out" in shown and "--time-limit" in shown
-    assert not {"--run", "--bundles", "--timeout"} & set(shown.replace(",", " ").split())
+    listed = help_of(["kaggle"], capsys)
+    assert all(text.split(" (")[0] in " ".join(listed.split()) for text in kaggle.ACTIONS.values())
+    for action, text in kaggle.ACTIONS.items():  # each action's --help: its own usage, description and options
+        shown = help_of(["kaggle", action], capsys)
+        assert shown.startswith(f"usage: reproduce.sh kaggle {action} [-h] [--out OUT]"), shown[:200]
+        assert f"`reproduce.sh kaggle {action}`: {text}." == " ".join(shown.split("\n\n")[1].split())
+        assert kaggle.__doc__.strip().splitlines()[0] not in shown
+        assert "--out" in shown and "--time-limit" in shown
+        assert not {"--run", "--bundles", "--timeout"} & set(shown.replace(",", " ").split())
 
 
 def test_the_options_reach_the_backend_as_one_record(monkeypatch, tmp_path):

@@ -12,19 +12,42 @@ from __future__ import annotations
 
 import argparse
 import re
+import textwrap
 from pathlib import Path
 
 from attngeom.base import schema
 from attngeom.base.train_config import PRESET_NAMES
 from attngeom.commands.options import integer, list_of, positive, seed, subcommand, typed
 
-ACTIONS = ("build", "push", "status", "pull", "run")
+ACTIONS = {
+    "build": "write one kernel per bundle folder and seed into a new run folder, pushing nothing "
+    "(with --username, no credentials are needed)",
+    "push": "push the built kernels of the run with the official `kaggle` client, as many as --concurrency and "
+    "the account's GPU sessions allow",
+    "status": "ask Kaggle once where each kernel of the run stands, print it, and name each failed kernel with "
+    "its log's tail",
+    "pull": "pull the output of every finished kernel, check each file's sha256 against the kernel's manifest, "
+    "and judge the seed-0 bundles once every kernel is in",
+    "run": "build, push, wait, pull, check and verify, from a new run or the one named (continuing a run "
+    "retries the kernels that failed)",
+}
+"""Each action and what it does: its own --help shows it."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the `kaggle` subcommand."""
+    """Add the `kaggle` subcommand, an action each with its own help and every option."""
     p = subcommand(subparsers, "kaggle", "retrain the original bundles on Kaggle GPUs and judge them", __doc__)
-    p.add_argument("action", choices=ACTIONS, help="run = build, push, wait, pull, check and verify")
+    actions = p.add_subparsers(dest="action", metavar="{" + ",".join(ACTIONS) + "}", required=True)
+    for action, text in ACTIONS.items():
+        doc = textwrap.fill(f"`reproduce.sh kaggle {action}`: {text}.", 100)
+        doc += "\n\nThe run folder, its state and the credentials: `reproduce.sh kaggle --help`."
+        options(subcommand(actions, action, text, doc))
+    p.epilog = "Each action's options: `reproduce.sh kaggle ACTION --help`."
+    p.set_defaults(func=run)
+
+
+def options(p: argparse.ArgumentParser) -> None:
+    """The options every action takes (an action reads those it needs)."""
     p.add_argument("--out", type=Path, help="the run folder (default: a new runs/<time>-kaggle, or the latest one)")
     p.add_argument("--run", dest="out", type=Path, help=argparse.SUPPRESS)  # the spelling of earlier versions
     p.add_argument(
@@ -55,7 +78,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--username", type=kaggle_user, help="Kaggle user name for the kernel ids (default: from the credentials)"
     )
-    p.set_defaults(func=run)
 
 
 def kaggle_user(text: str) -> str:
