@@ -176,7 +176,9 @@ def read_record(path: Path) -> dict:
 
 
 def main() -> int:
-    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        prog="reproduce.sh bench mutation", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("modules", nargs="*", metavar="MODULE", help="modules to run (default: every listed module)")
     parser.add_argument("--record", type=Path, default=RECORD, help="the record to update (default %(default)s)")
     parser.add_argument("--max-children", type=int, default=2, help="mutants tested at once (default 2)")

@@ -131,7 +131,9 @@ def profile(variant: str, cfg: train_config.TrainConfig, corpus: data.Corpus, st
 
 
 def main() -> int:
-    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        prog="reproduce.sh bench profile", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="the smoke preset")
     variants_option(parser, TRAINABLE, ("softmax", "yat_b"))
     parser.add_argument("--steps", type=integer(1, 1000, "a number of steps"), default=3, help="steps traced")

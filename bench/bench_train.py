@@ -160,7 +160,9 @@ def members(variant: str, cfg: train_config.TrainConfig, corpus: data.Corpus, st
 
 
 def main() -> int:
-    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        prog="reproduce.sh bench train", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="the smoke preset, 20 steps (about a minute on a CPU)")
     parser.add_argument("--preset", choices=tuple(train_config.PRESETS), help="default: paper (smoke with --quick)")
     parser.add_argument("--variants", default="softmax,yat_b,goat_v")

@@ -59,7 +59,9 @@ def lp_census(k_LHTD: np.ndarray) -> np.ndarray:
 
 
 def main() -> int:
-    parser = Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        prog="reproduce.sh bench verify", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="3 runs; census and baseline on layer 0's keys only")
     parser.add_argument("--runs", type=int, help="timed runs of the verify stage and the census (default 7, quick 3)")
     parser.add_argument(

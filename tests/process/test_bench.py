@@ -28,6 +28,7 @@ def test_bench_scripts_run_as_they_are(script, tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "--quick" in done.stdout and "./reproduce.sh bench " in done.stdout
+    assert done.stdout.startswith(f"usage: reproduce.sh bench {script.removeprefix('bench_').removesuffix('.py')} ")
 
 
 def test_the_mutation_check_names_its_modules_and_refuses_an_unlisted_one(tmp_path):
@@ -36,6 +37,7 @@ def test_the_mutation_check_names_its_modules_and_refuses_an_unlisted_one(tmp_pa
     env = _env_without_pythonpath()
     done = subprocess.run([*script, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "./reproduce.sh bench mutation [MODULE...]" in done.stdout, done.stderr[-2000:]
+    assert done.stdout.startswith("usage: reproduce.sh bench mutation ")
     record = tmp_path / "record.json"
     done = subprocess.run(
         [*script, "judgement.judge", "nope", "--record", str(record)],

@@ -108,8 +108,11 @@ def test_a_smoke_step_is_traced_and_its_time_classed_through_the_command(tmp_pat
 @pytest.mark.parametrize(
     "option, error",
     [
-        (["--steps", "0"], "bench_profile.py: argument --steps: a number of steps is from 1 to 1000, got 0"),
-        (["--variants", "softmax,nope"], "bench_profile.py: argument --variants: unknown variant 'nope' (choose"),
+        (["--steps", "0"], "reproduce.sh bench profile: argument --steps: a number of steps is from 1 to 1000, got 0"),
+        (
+            ["--variants", "softmax,nope"],
+            "reproduce.sh bench profile: argument --variants: unknown variant 'nope' (choose",
+        ),
     ],
 )
 def test_a_bad_option_is_one_error_line_before_anything_is_traced(option, error):
