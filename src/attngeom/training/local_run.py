@@ -131,9 +131,10 @@ def train_bundles(
             group, bars = [], []
             # what is compiled: the variant's step on this shape, for this many members at once; and the first
             # chunk's steps, which the recorded time includes
-            first = min(train.RAMP_FROM, cfg.chunk)
-            compiled = f"{variant}, {len(folders)} member(s), {asdict(cfg.model)}, batch {cfg.batch}, chunk {cfg.chunk}"
-            compiled += f", first chunk {first}"
+            compiled = (
+                f"{variant}, {len(folders)} member(s), {asdict(cfg.model)}, batch {cfg.batch}, chunk {cfg.chunk}, "
+            )
+            compiled += f"first chunk {min(train.RAMP_FROM, cfg.chunk)}"
             for folder, member in zip(folders, members):
                 (folder.path / bundle).mkdir(exist_ok=True)  # a resumed run rewrites its bundles from the checkpoints
                 checkpoint = runs.checkpoint_path(folder.path, variant, seed)
