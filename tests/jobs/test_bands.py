@@ -82,6 +82,33 @@ def test_an_ensemble_of_fewer_than_four_members_or_two_of_one_model_derives_noth
         bands.derive(current_rerun(), doc, 1200, "x")
 
 
+@given(st.floats(1e-6, 1e6), st.floats(0, 0.999), st.floats(1.001, 1e3))
+def test_trajectories_part_only_beyond_float16s_rounding_of_their_values(value, within, beyond):
+    """`part`'s law: values within U16 (2**-11) of their size are the same model at the bundles' float16
+    precision; a hair beyond it, or any farther, they part. Sign and order do not matter."""
+    near, far = value * (1 + within * bands.U16), value * (1 + beyond * bands.U16)
+    assert not bands.part([value, near, value]) and not bands.part([-near, -value])
+    assert bands.part([value, far]) and bands.part([far, near, value]) and bands.part([-far, -value])
+    assert not bands.part([value])
+
+
+def test_an_ensemble_that_does_not_part_from_the_published_run_keeps_its_band_and_says_so(tmp_path, capsys):
+    published = current_rerun()["steps"]["1200"]["occupancy"]["models"]["softmax"]["published"]
+    alike = [published, published * (1 + bands.U16 / 2), published, published * (1 - bands.U16 / 2)]
+    assert bands.derive(current_rerun(), _summary({"softmax": alike}), 1200, "x") == current_rerun()
+    apart = bands.derive(current_rerun(), _summary({"softmax": [*alike[:3], published + 1]}), 1200, "x")
+    assert apart["steps"]["1200"]["occupancy"]["models"]["softmax"]["ensemble"]["members"][-1] == published + 1
+    summary = tmp_path / "ensemble.json"
+    summary.write_text(json.dumps(_summary({"softmax": alike[:2], "yat_b": [50.0, 50.0, 50.0, 51.0]})))
+    assert cli.main(["bands", str(summary)]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        f"softmax  published {published:<10g} ± 2 -> ± 2 (kept (its 2 members and the published run do not part, "
+        in printed
+    )
+    assert "yat_b    published 51.0417    ± 5.3 -> ± 1.6 (ensemble)" in printed
+
+
 def test_overlaps_name_only_the_pairs_the_posts_compare():
     band = {
         "separates": [["softmax", "yat_b"]],

@@ -94,6 +94,25 @@ def test_four_full_length_trajectories_re_derive_a_final_band_that_covers_every_
     )
 
 
+def test_full_length_trajectories_that_do_not_part_keep_their_band_and_say_so():
+    published = 53.9583
+    for values in ([published], [published * (1 + bands.U16 / 2)] * 3):  # two, then four, within float16's rounding
+        doc, lines = bands.final_measured(current_rerun(), _final_section(values, published), expected.load_claims())
+        band, n = doc["claims"]["occupancy.yat_b.final"], len(values) + 1
+        assert band["tolerance"] == current_rerun()["claims"]["occupancy.yat_b.final"]["tolerance"] == 5.0
+        assert f"(kept: its {n} full-length trajectories do not part, {bands.APART})" in lines["occupancy.yat_b.final"]
+        assert band["reason"].endswith(f" inside (they do not part, {bands.APART}; the tolerance is kept)")
+        again = bands.final_measured(doc, _final_section(values, published), expected.load_claims())[0]
+        assert again["claims"]["occupancy.yat_b.final"]["reason"] == band["reason"]  # rewritten, not appended to
+    apart = [published * (1 + 2 * bands.U16)] * 3  # a hair beyond the rounding: they part, and the band is derived
+    doc, lines = bands.final_measured(current_rerun(), _final_section(apart, published), expected.load_claims())
+    assert (
+        lines["occupancy.yat_b.final"].endswith("(re-derived)")
+        and doc["claims"]["occupancy.yat_b.final"]["tolerance"] < 1
+    )
+    assert "do not part" not in doc["claims"]["occupancy.yat_b.final"]["reason"]
+
+
 def _report_base() -> dict:
     """What a report.json has besides its `trajectories`."""
     base = {"summary": {"passed": 1, "failed": 0, "skipped": 0, "verdict": "PASS"}, "tier": "published", "claims": []}

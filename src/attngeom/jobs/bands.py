@@ -23,6 +23,8 @@ without reading expected/measured/.
 (whose `trajectories` section holds every full-length trajectory measured: the author's telemetry
 reruns, the full-length reruns in expected/measured/): each band's `measured` lists them, the published
 bundles first, with whether the band covers each; a band is re-derived once MIN_MEMBERS of them exist.
+Trajectories that do not part (softmax's: equal to the float16 rounding the bundles keep, `part`) measure
+no spread, at any step: their band keeps its tolerance and says so.
 
     ./reproduce.sh --out report && ./reproduce.sh bands --final report/report.json [--write expected/rerun.json]
 """
@@ -42,6 +44,7 @@ from attngeom.base.errors import InputError
 from attngeom.base.files import shown, write_json_atomic
 from attngeom.base.variants import model_of, published_run
 from attngeom.bundles.evidence import PUBLISHED_KIND
+from attngeom.geometry.export_rounding import U16
 from attngeom.judgement import expected
 from attngeom.judgement.judge import Judgement, judgement_for, passes
 from attngeom.judgement.robustness import spread
@@ -104,7 +107,9 @@ def _is_spread_of_members(one: dict) -> bool:
 
 
 def derive(rerun_doc: dict, summary_doc: dict, step: int, source: str) -> dict:
-    """rerun.json with the bands at `step` of every model the ensembles cover with MIN_MEMBERS members or more re-derived."""
+    """rerun.json with the bands at `step` of every model the ensembles cover with MIN_MEMBERS members or
+    more re-derived, where they and the published value part (`part`); a band of members that do not keeps
+    its tolerance."""
     doc = copy.deepcopy(rerun_doc)
     bands = doc["steps"].get(str(step))
     if bands is None:
@@ -113,7 +118,11 @@ def derive(rerun_doc: dict, summary_doc: dict, step: int, source: str) -> dict:
     for band in bands.values():
         for model, one in band["models"].items():
             spread = spreads.get(model, {}).get(band["statistic"])
-            if spread is None or len(spread["members"]) < MIN_MEMBERS:
+            if (
+                spread is None
+                or len(spread["members"]) < MIN_MEMBERS
+                or not part([*spread["members"], one["published"]])
+            ):
                 continue
             members, published = spread["members"], one["published"]
             t = tolerance(members, published, spread["std"])
@@ -153,8 +162,21 @@ def judge_summaries(doc: dict, rerun_doc: dict, step: int) -> list[tuple[str, st
 
 
 PUBLISHED_BUNDLES = "the published bundles"
+APART = "equal to float16's rounding: no spread to derive a band from"  # how `part` is said when they do not
 # How a final-step band's reason ends: the full-length trajectories it was checked against (rewritten by each `--final`).
 CHECKED = "; checked against every full-length trajectory measured: "
+
+
+def part(values: list[float]) -> bool:
+    """Whether full-length trajectories of one model part, by their values of one statistic.
+
+    The bundles keep every map, q and k rounded to float16: each number to within half a spacing, U16 =
+    2**-11 of it. Values of a statistic closer than that share of their size are the same model at the
+    precision the bundles keep, so trajectories that close do not part (softmax's: its round-off does not
+    grow), and their differences are round-off, no spread of the training a band could be derived from.
+    Trajectories that part (the kernel models') differ by about a hundredth of the value."""
+    lo, hi = min(values), max(values)
+    return hi - lo > U16 * max(abs(lo), abs(hi))
 
 
 def checked(measured: list[dict]) -> str:
@@ -166,9 +188,11 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
     """rerun.json with each final-step band's `measured`: every full-length trajectory measured of its
     claim's model, as the published bundles' report shows them (report.json's `trajectories`): the
     published bundles first, then the others, each with its value and whether the band covers it
-    (`judge.passes`), named again at the end of its reason (after CHECKED). A band of `abs` with MIN_MEMBERS full-length trajectories or more is re-derived by
-    the rule of `tolerance`, centred on its value; before that it is kept. Also one line per band the
-    section measures, by claim id (a band it does not measure keeps what it had)."""
+    (`judge.passes`), named again at the end of its reason (after CHECKED). A band of `abs` with
+    MIN_MEMBERS full-length trajectories or more is re-derived by the rule of `tolerance`, centred on its
+    value, when they part (`part`); before that, or when they do not, it is kept, and its reason says
+    which. Also one line per band the section measures, by claim id (a band it does not measure keeps
+    what it had)."""
     doc, lines = copy.deepcopy(rerun_doc), {}
     entries = {e["id"]: e for e in claims}
     for cid, band in doc["claims"].items():
@@ -183,7 +207,8 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
         how = judgement_for(entries[cid], "rerun", doc["claims"])
         values = [(PUBLISHED_BUNDLES, one["judged"])] * (one["judged"] is not None)
         values += [(v["trajectory"], v["value"]) for v in one["values"]]
-        if len(values) >= MIN_MEMBERS and how.comparison == "abs":
+        alike = len(values) >= 2 and not part([v for _, v in values])
+        if len(values) >= MIN_MEMBERS and how.comparison == "abs" and not alike:
             with np.errstate(all="ignore"):  # an overflowing spread is refused by `tolerance`, not warned of
                 std = spread([v for _, v in values], None)["std"]
             band["tolerance"] = tolerance([v for _, v in values], how.value, std)
@@ -193,11 +218,14 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
             )
             how = judgement_for(entries[cid], "rerun", doc["claims"])
             kept = "re-derived"
+        elif alike:
+            kept = f"kept: its {len(values)} full-length trajectories do not part, {APART}"
         else:
             kept = f"kept: {len(values)} of the {MIN_MEMBERS} full-length trajectories a band is derived from"
         band["measured"] = [{"trajectory": t, "value": v, "covered": passes(v, how)} for t, v in values]
         shown_values = checked(band["measured"])
-        band["reason"] = f"{band['reason'].split(CHECKED)[0]}{CHECKED}{shown_values or 'none yet'}"
+        alone = f" (they do not part, {APART}; the tolerance is kept)" if alike else ""
+        band["reason"] = f"{band['reason'].split(CHECKED)[0]}{CHECKED}{shown_values or 'none yet'}{alone}"
         lines[cid] = f"{cid:28} {how.comparison} {how.tolerance}: {shown_values or 'none measured'} ({kept})"
     return doc, lines
 
@@ -265,10 +293,13 @@ def run_bands(args: BandsOptions) -> int:
     for name, band in new["steps"][str(step)].items():
         for model, one in band["models"].items():
             before = current["steps"][str(step)][name]["models"][model]["tolerance"]
-            n = len(spreads.get(model, {}).get(band["statistic"], {}).get("members", []))
+            members = spreads.get(model, {}).get(band["statistic"], {}).get("members", [])
+            n = len(members)
             how = (
                 "ensemble"
                 if "ensemble" in one
+                else f"kept (its {n} member{'s' * (n != 1)} and the published run do not part, {APART})"
+                if n and not part([*members, one["published"]])
                 else f"kept ({n} member{'s' * (n != 1)}, fewer than {MIN_MEMBERS})"
                 if n
                 else "kept (no ensemble)"
