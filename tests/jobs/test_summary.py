@@ -13,7 +13,7 @@ from helpers.summaries import even_row, finished_manifest
 
 from attngeom import cli
 from attngeom.base.files import sha256_file
-from attngeom.jobs.summary import _verdicts, judged_runs, shown_command
+from attngeom.jobs.summary import _verdicts, judged_runs, shown_command, training_of
 from attngeom.training import runs
 
 
@@ -300,3 +300,13 @@ def test_a_summary_onto_a_read_only_file_system_is_2_naming_the_file(judged_run,
     err = capsys.readouterr().err
     assert err == f"error: {disk / 'measured.json'}: cannot be written (Read-only file system); write elsewhere\n", err
     assert (disk / "measured.json").read_bytes() == before
+
+
+def test_what_a_kept_run_or_ensemble_trained_tells_one_training_from_another():
+    files = ("paper-step1200.json", "paper-step12000.json", "ensemble-step1200.json")
+    kept = {f: json.loads((REPO / "expected" / "measured" / f).read_text())["runs"] for f in files}
+    assert training_of(kept["ensemble-step1200.json"]["yat_b"]) == "an ensemble of 4 of yat_b_s0 (paper)"
+    assert training_of(kept["paper-step12000.json"]["paper-yat_b"]) == "yat_b_s0 (paper, 12,000 steps)"
+    assert training_of(kept["paper-step1200.json"]["yat_b"]) == "yat_b_s0 (paper, 12,000 steps)"  # stopped: the same
+    trained = {training_of(r) for runs in kept.values() for r in runs.values()}
+    assert len(trained) == 6  # softmax, yat_b and goat_v, each alone and in an ensemble

@@ -94,6 +94,29 @@ def test_text_the_summary_schema_refuses_is_refused_before_the_file_changes(runs
     assert cli.main(["bands", str(out)]) == 0  # what summary writes, the readers read
 
 
+def test_a_run_named_as_a_kept_run_of_another_training_is_refused_and_the_kept_one_stays(runs_in, tmp_path, capsys):
+    """Two folders of one name (`member-1` of two ensembles, say) never replace each other's run: only a
+    run of the same training (the same run summarised again, a stopped run's continuation) does."""
+    out, together = tmp_path / "s.json", tmp_path / "kept"
+    assert cli.main(["summary", str(runs_in / "softmax"), "--out", str(out), "--together", str(together)]) == 0
+    before, kept = out.read_bytes(), contents(together)
+    other = shutil.copytree(runs_in / "yat_b", tmp_path / "Q" / "softmax")  # yat_b's run in a folder named softmax
+    says = f"{out}: already keeps 'softmax', a run of softmax_s0 (paper, 12,000 steps), where this one is of yat_b_s0"
+    refused(capsys, ["summary", str(other), "--out", str(out), "--together", str(together)], says)
+    assert out.read_bytes() == before and contents(together) == kept
+    manifest = json.loads((runs_in / "softmax" / "manifest.json").read_text())
+    manifest["trajectory"] = (manifest.get("trajectory") or {}) | {"member": 1}  # one ulp away: another trajectory
+    shutil.rmtree(other)
+    member = shutil.copytree(runs_in / "softmax", tmp_path / "Q" / "softmax")
+    (member / "manifest.json").write_text(json.dumps(manifest))
+    refused(capsys, ["summary", str(member), "--out", str(out)], "where this one is of softmax_s0, member 1 (paper")
+    assert out.read_bytes() == before
+    assert (
+        cli.main(["summary", str(runs_in / "softmax"), "--out", str(out), "--note", "again"]) == 0
+    )  # its own training
+    assert json.loads(out.read_text())["runs"]["softmax"]["note"] == "again"
+
+
 @pytest.mark.parametrize("field", ["train.steps", "seeds", "variants", "preset", "train"])
 def test_a_manifest_that_lacks_a_field_of_its_run_is_one_error_line(runs_in, tmp_path, capsys, field):
     run = runs_in / "softmax"

@@ -182,6 +182,30 @@ def summarise_ensemble(path: Path, published: dict[str, Path]) -> dict:
     return {"ensemble": ensemble.summarise(path, plan, published, known), "members": members}
 
 
+def training_of(entry: dict) -> str:
+    """What a summary's run or ensemble trained, in words: a run of a name replaces a kept one only when
+    both trained this (a continued run its stopped segment, a run summarised again), never another
+    training that happens to share its folder's name (the members 1 of two ensembles, say)."""
+    if "ensemble" in entry:
+        c = entry["ensemble"]["config"]
+        models = [f"{v}_s{s}" for v in c.get("variants", []) for s in c.get("seeds", [])]
+        return f"an ensemble of {entry['ensemble']['members']} of {', '.join(models)} ({c.get('preset')})"
+    member = (entry.get("trajectory") or {}).get("member") or 0
+    one = f", member {member}" if member else ""
+    return f"{', '.join(sorted(entry['statistics']))}{one} ({entry['preset']}, {entry['steps']:,} steps)"
+
+
+def _no_other_training(kept: dict, runs: dict, out: Path) -> None:
+    """Refuse a run that would replace a kept run of its name but of another training (`training_of`)."""
+    for name, run in runs.items():
+        if name in kept and training_of(kept[name]) != training_of(run):
+            raise InputError(
+                f"{shown(out)}: already keeps {name!r}, a run of {training_of(kept[name])}, where this one is of "
+                f"{training_of(run)}; a run replaces only one of its own training: give its folder another name "
+                "or write another file"
+            )
+
+
 def keep_bundles(run_dir: Path, folder: Path) -> None:
     """Copy what a reviewer keeps of a run's models into `folder`, in the run's own layout: each model's
     attn_* and geom_* files and its bundle folder's yat_attention.json (not the windows files, which
@@ -241,7 +265,8 @@ def run_summary(args: SummaryOptions) -> int:
 
     Every refusal comes before any work: an output inside, above or equal to a run it reads, a folder
     for --together that holds anything but the bundles of earlier --together calls, text the summary's
-    schema would refuse. The outputs are read, changed and written under a lock (`files.exclusive`), so
+    schema would refuse; but a run named as a kept run of another training (`training_of`) is found
+    once the file is read under its lock, and refused there, before anything is written. The outputs are read, changed and written under a lock (`files.exclusive`), so
     that two summaries writing one file or folder take turns and each keeps its runs; the file is
     checked against its schema before it replaces the old one."""
     names = [run_dir.resolve().name for run_dir in args.runs]
@@ -274,6 +299,7 @@ def run_summary(args: SummaryOptions) -> int:
             run["note"] = args.note
     with exclusive(args.out, *([args.together] if args.together is not None else [])):
         doc = schema.read_json(args.out, schema.SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
+        _no_other_training(doc["runs"], runs, args.out)
         doc["what"] = args.what or doc.get("what", "")
         doc["runs"] = {**doc["runs"], **runs}
         if args.together is not None:
