@@ -90,6 +90,9 @@ def test_trajectories_part_only_beyond_float16s_rounding_of_their_values(value, 
     assert not bands.part([value, near, value]) and not bands.part([-near, -value])
     assert bands.part([value, far]) and bands.part([far, near, value]) and bands.part([-far, -value])
     assert not bands.part([value])
+    assert not bands.part([1.0, 1.0 - bands.U16]) and bands.part(
+        [1.0, 1.0 - 2 * bands.U16]
+    )  # the edge, exact in binary
 
 
 def test_an_ensemble_that_does_not_part_from_the_published_run_keeps_its_band_and_says_so(tmp_path, capsys):
@@ -134,6 +137,9 @@ def test_the_bands_command_prints_and_writes_the_derived_bands(tmp_path, capsys)
     written = schema.read_json(out, schema.RERUN_JSON)
     assert written["steps"]["1200"]["occupancy"]["models"]["yat_b"]["tolerance"] == 5.9
     assert cli.main(["bands", str(tmp_path / "missing.json")]) == 2
+    capsys.readouterr()
+    assert cli.main(["bands", str(summary), "--step", "600"]) == 2  # the step asked, not the default
+    assert capsys.readouterr().err == "error: rerun.json has no bands at step 600\n"
 
 
 def test_the_report_shows_a_stopped_run_beside_its_ensemble():
