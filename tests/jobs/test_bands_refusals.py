@@ -38,6 +38,9 @@ def test_a_value_its_statistic_cannot_take_is_refused(published_report, tmp_path
     doc = json.loads(json.dumps(published_report))
     doc["trajectories"]["claims"]["occupancy.yat_b.final"]["values"][0]["value"] = value
     refused(capsys, ["bands", "--final", str(written(tmp_path, doc))], f"{value!r} is no value of")
+    doc = json.loads(json.dumps(published_report))
+    doc["trajectories"]["claims"]["occupancy.yat_b.final"]["judged"] = value  # the published bundles' own value
+    refused(capsys, ["bands", "--final", str(written(tmp_path, doc))], f"occupancy.yat_b.final: {value!r} is no value")
 
 
 def test_values_too_far_apart_for_a_band_are_one_error_line_without_a_warning(published_report, tmp_path, capsys):
@@ -63,7 +66,9 @@ def test_a_rerun_json_the_schema_refuses_is_never_written(published_report, tmp_
 )
 def test_nothing_is_given_beside_final(published_report, tmp_path, capsys, beside):
     report = written(tmp_path, published_report)
-    refused(capsys, ["bands", "--final", str(report), *beside], "--final: alone;")
+    flag = {"s.json": "SUMMARY"}.get(beside[0], beside[0])
+    refused(capsys, ["bands", "--final", str(report), *beside], f"--final: alone; {flag} belong to the bands of an")
+    refused(capsys, ["bands", "--final", str(report), "s.json", "--step", "600"], "alone; SUMMARY, --step belong")
 
 
 def test_the_published_report_itself_is_read(published_report, tmp_path, capsys):
