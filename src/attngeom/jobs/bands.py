@@ -207,11 +207,12 @@ def final_measured(rerun_doc: dict, section: dict, claims: list[dict]) -> tuple[
         how = judgement_for(entries[cid], "rerun", doc["claims"])
         values = [(PUBLISHED_BUNDLES, one["judged"])] * (one["judged"] is not None)
         values += [(v["trajectory"], v["value"]) for v in one["values"]]
-        alike = len(values) >= 2 and not part([v for _, v in values])
+        numbers = [v for _, v in values]
+        alike = len(values) >= 2 and not part(numbers)
         if len(values) >= MIN_MEMBERS and how.comparison == "abs" and not alike:
             with np.errstate(all="ignore"):  # an overflowing spread is refused by `tolerance`, not warned of
-                std = spread([v for _, v in values], None)["std"]
-            band["tolerance"] = tolerance([v for _, v in values], how.value, std)
+                std = spread(numbers, None)["std"]
+            band["tolerance"] = tolerance(numbers, how.value, std)
             band["reason"] = (
                 f"the spread of {len(values)} full-length trajectories (band `measured`): the band covers every one, "
                 f"plus {MARGIN}, rounded up to two significant digits"
