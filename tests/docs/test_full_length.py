@@ -9,6 +9,7 @@ import pytest
 
 from attngeom import cli
 from attngeom.docs import full_length
+from attngeom.judgement import expected
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,13 @@ def test_every_claim_of_the_models_is_shown_beside_the_published_bundles(kept):
     doc = json.loads(kept.read_text())
     text = full_length.full_claims(kept)
     v = doc["together"]["verdict"]
-    assert f"{v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped" in text
+    assert f"{v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped.\n" in text
+    skipped = [line for line in text.splitlines() if line.startswith("Skipped: ")]  # each skipped claim, by why
+    assert skipped == [
+        f"Skipped: `scale.goat_v.0.5x`, `scale.goat_v.2x`, `scale.goat_v.4x`: {full_length.NOT_RERUN}.",
+        "Skipped: `reconstruction.yat_b`: " + expected.load_rerun()["reconstruction.yat_b"]["reason"] + ".",
+    ]
+    assert sum(line.count("`") // 2 for line in skipped) == v["skipped"]
     rows = {
         line.split(" | ")[0][2:].strip("`"): line.split(" | ") for line in text.splitlines() if line.startswith("| `")
     }
@@ -78,7 +85,7 @@ def test_every_claim_of_the_models_is_shown_beside_the_published_bundles(kept):
     ]
     setup = sum(1 for i in judged if i.startswith("setup.") or i.endswith((".total", ".comparisons")))
     toy = sum(1 for i in judged if i.startswith("toy."))  # the toy's mathematics, where a rerun judges it
-    assert text.endswith(
+    assert text.split("\n\nSkipped: ")[0].endswith(
         f"Besides: {setup} facts of the setup (whatever was trained): {setup} pass, 0 fail"
         + (
             f"; {toy} claims of kind mathematics (exact computations on the posts' toy: no model is read): "
@@ -146,7 +153,11 @@ def test_the_readmes_verdict_is_one_sentence_naming_the_failing_claims(kept, tmp
     text = full_length.full_verdict(kept)
     assert text.startswith(f"Judged as one set with the {doc['together']['judged_by']['tier']} tier (`")
     assert f": {v['passed']} passed, {v['failed']} failed" in text and text.count("\n") == 0
-    assert all(f"`{i}`" in text for i in failing) and text.endswith(" skipped (claims of models not rerun).")
+    assert all(f"`{i}`" in text for i in failing)
+    goat_v = "`scale.goat_v.0.5x`, `scale.goat_v.2x`, `scale.goat_v.4x`"  # no goat_v among the two runs
+    assert text.endswith(
+        f"{v['skipped']} skipped ({goat_v}: {full_length.NOT_RERUN}) (`reconstruction.yat_b`: not judged on reruns)."
+    ), text
     assert full_length.full_verdict(tmp_path / "none.json").startswith("No full-length rerun is kept yet")
 
 

@@ -115,10 +115,28 @@ def full_claims(path: Path = FULL, rows_of: tuple[str, ...] = ROWS) -> str:
     )
     return (
         f"The reruns' bundles judged as one set (`{together['command']}`, the {together['judged_by']['tier']} tier): "
-        f"{v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped (claims of models not rerun).\n\n"
+        f"{v['passed']} passed, {v['failed']} failed, {v['skipped']} skipped.\n\n"
         + "\n".join(rows)
         + (f"\n\nBesides: {tail}." if tail else "")
+        + "".join(f"\n\nSkipped: {', '.join(f'`{i}`' for i in ids)}: {why}." for why, ids in _skipped(together).items())
     )
+
+
+NOT_RERUN = "its model is not among the reruns"
+
+
+def _skipped(together: dict) -> dict[str, list[str]]:
+    """The claims about the models that the set skipped, by why (the summary keeps only their count): the
+    reason of a claim not judged in the set's tier (`judgement_for`), otherwise NOT_RERUN."""
+    judged = {c["id"] for c in together["judged"]}
+    claims = expected.load_claims()
+    rerun = expected.load_rerun(claims=claims)
+    skipped: dict[str, list[str]] = {}
+    for entry in claims:
+        if entry["kind"] != "mathematics" and entry["id"] not in judged:
+            why = judgement_for(entry, together["judged_by"]["tier"], rerun)
+            skipped.setdefault(why if isinstance(why, str) else NOT_RERUN, []).append(entry["id"])
+    return skipped
 
 
 def _by_step(stats: dict, steps: int) -> dict[int, dict]:
@@ -255,5 +273,9 @@ def full_verdict(path: Path = FULL) -> str:
     return (
         f"Judged as one set with the {together['judged_by']['tier']} tier (`{together['command']}`): "
         f"{v['passed']} passed, {v['failed']} failed{' (' + ', '.join(failing) + ')' if failing else ''}, "
-        f"{v['skipped']} skipped (claims of models not rerun)."
+        f"{v['skipped']} skipped"
+        + "".join(
+            f" ({', '.join(f'`{i}`' for i in ids)}: {why.split(':')[0]})" for why, ids in _skipped(together).items()
+        )
+        + "."
     )
