@@ -61,9 +61,10 @@ def held(pid: int) -> Iterator[bool]:
             os.killpg(pid, signal.SIGCONT)
 
 
-def as_in_a_terminal() -> None:
-    """A command started from a shell prompt has the default action of Ctrl-C, SIGTERM and SIGHUP, even
-    where these tests run in the background or under nohup (a shell starts its background jobs with SIGINT
-    ignored, nohup ignores SIGHUP, and the command respects an inherited ignore). A `preexec_fn`."""
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
+def in_a_terminal(cmd: list[str]) -> list[str]:
+    """`cmd` as a command started from a shell prompt: with the default action of Ctrl-C, SIGTERM and
+    SIGHUP, even where these tests run in the background or under nohup (a shell starts its background jobs
+    with SIGINT ignored, nohup ignores SIGHUP, and the command respects an inherited ignore). GNU env restores
+    them and execs the command in its place (the same pid), where a `preexec_fn` would fork this
+    multithreaded test process (jax's threads) and run Python in the child."""
+    return ["env", "--default-signal=INT,TERM,HUP", *cmd]

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from helpers.bundles import QK
 from helpers.reports import assert_consistent_set, command, environment, stray_temporaries
-from helpers.signals import as_in_a_terminal, held
+from helpers.signals import held, in_a_terminal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -62,14 +62,13 @@ def signalled(args: list, cwd: Path, delay: float, sig: int, **extra: str) -> tu
     the seconds from the signal to the end.
     """
     proc = subprocess.Popen(
-        command(*args),
+        in_a_terminal(command(*args)),
         cwd=cwd,
         env=environment(**extra),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-        preexec_fn=as_in_a_terminal,
     )
     _until_python_catches_sigint(proc.pid)
     try:

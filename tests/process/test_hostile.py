@@ -263,15 +263,13 @@ def test_a_rerun_under_too_small_an_address_space_is_one_out_of_memory_line_and_
 def test_a_device_that_cannot_start_for_want_of_memory_says_so(monkeypatch):
     """The probe's child under an address space too small for jax's backend (the parent's limit is not lowered)."""
     pytest.importorskip("jax")
-    import resource
-
     from attngeom.training import device_probe
 
     real = subprocess.run
 
-    def limited(*args, **kwargs):
+    def limited(cmd, *args, **kwargs):
         small = 200 << 20  # jaxlib's libraries cannot all be mapped
-        return real(*args, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (small, small)), **kwargs)
+        return real(["prlimit", f"--as={small}", "--", *cmd], *args, **kwargs)  # it execs cmd under the limit
 
     monkeypatch.setattr(device_probe.subprocess, "run", limited)
     with pytest.raises(

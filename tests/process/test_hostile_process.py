@@ -20,7 +20,7 @@ from helpers.reports import (
     run,
     stray_temporaries,
 )
-from helpers.signals import as_in_a_terminal, held
+from helpers.signals import held, in_a_terminal
 
 
 def _shell(script: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -54,13 +54,12 @@ def test_a_verdict_with_stdout_closed_keeps_its_status(published_root, tmp_path)
 def _verify_at_work(published_root: Path, out: Path, act) -> tuple[int, str]:
     """Verify into `out`; once it has printed its first line, `act(proc)`; its status and stderr."""
     with subprocess.Popen(
-        command("--bundles", str(published_root), "--out", str(out)),
+        in_a_terminal(command("--bundles", str(published_root), "--out", str(out))),
         cwd=out.parent,
         env=environment(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,  # its own process group, which `frozen` stops
-        preexec_fn=as_in_a_terminal,
     ) as proc:
         assert proc.stdout.readline().startswith(b"evidence:")  # at work
         act(proc)
@@ -251,13 +250,12 @@ def test_a_terminating_signal_is_one_line_and_its_status(sig, status, published_
 def _python(script: str, cwd: Path) -> subprocess.CompletedProcess:
     """`script` run by Python as a command started from a terminal."""
     return subprocess.run(
-        [sys.executable, "-c", script],
+        in_a_terminal([sys.executable, "-c", script]),
         cwd=cwd,
         env=environment(),
         capture_output=True,
         text=True,
         timeout=120,
-        preexec_fn=as_in_a_terminal,
     )
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO
 from helpers.reports import assert_one_error_line
-from helpers.signals import as_in_a_terminal, held
+from helpers.signals import held, in_a_terminal
 
 SCRIPT = REPO / "reproduce.sh"
 
@@ -155,13 +155,12 @@ def test_an_interrupted_first_install_is_built_again(tmp_path, tiny_lock):
         shutil.rmtree(venv, ignore_errors=True)
         # `bench` with no name: the environment is built first, then the command is refused (2).
         with subprocess.Popen(
-            [str(SCRIPT), "bench"],
+            in_a_terminal([str(SCRIPT), "bench"]),
             cwd=tmp_path,
             env=env,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
-            preexec_fn=as_in_a_terminal,
         ) as first:
             deadline = time.monotonic() + 120
             while not (venv / "bin" / "python").exists() and first.poll() is None and time.monotonic() < deadline:
