@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from attngeom.base import records, schema
+from attngeom.base import json_rules, records, schema_results
 from attngeom.bundles import evidence
 from attngeom.judgement import judge
 from attngeom.report import markdown
@@ -16,11 +16,11 @@ def keys(record) -> set[str]:
 
 
 def test_report_json_as_read_back_checks_only_fields_the_report_record_has():
-    assert set(schema.REPORT_JSON.fields) <= keys(records.Report)
-    assert set(schema.REPORT_JSON.required) <= keys(records.Report)
-    summary = schema.REPORT_JSON.fields["summary"]
+    assert set(schema_results.REPORT_JSON.fields) <= keys(records.Report)
+    assert set(schema_results.REPORT_JSON.required) <= keys(records.Report)
+    summary = schema_results.REPORT_JSON.fields["summary"]
     assert set(summary.required) == keys(records.Counts) - {"by_kind"} and set(summary.fields) == keys(records.Counts)
-    provenance = schema.REPORT_JSON.fields["provenance"]
+    provenance = schema_results.REPORT_JSON.fields["provenance"]
     assert set(provenance.fields) <= keys(records.Provenance)
 
 
@@ -52,9 +52,9 @@ def test_the_provenance_has_the_provenance_records_fields(tmp_path):
     doc = markdown.provenance({tmp_path / "a.npz": "ab" * 32}, {"claims.json": "cd" * 32})
     assert set(doc) == keys(records.Provenance)
     assert doc["inputs"] == {str(tmp_path / "a.npz"): "ab" * 32}
-    schema.check(
+    json_rules.check(
         {"inputs": doc["inputs"], "machine": doc["machine"], "git_commit": doc["git_commit"]},
-        schema.REPORT_JSON.fields["provenance"],
+        schema_results.REPORT_JSON.fields["provenance"],
         "provenance",
     )
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers.bundles import GOAT, QK, copy_published, edit_run, hostile, npz_array, rewrite_npz
 
-from attngeom.base import schema, train_config
+from attngeom.base import json_rules, schema, train_config
 from attngeom.base.errors import InputError
 from attngeom.base.variants import PUBLISHED
 from attngeom.bundles import arrays, layout
@@ -285,6 +285,6 @@ def test_a_run_stopped_before_its_first_evaluation_says_so_in_its_run_json():
         "score_max": [],
     }
     assert doc["summary"]["yat_b"] == {"best_val_mean": None, "best_val_std": None, "bpc_mean": None}
-    schema.check(json.loads(json.dumps(doc)), schema.RUN_JSON, "run JSON")  # the reader accepts it
+    json_rules.check(json.loads(json.dumps(doc)), schema.RUN_JSON, "run JSON")  # the reader accepts it
     seeds = layout.run_json([_result(0, []), _result(1, [{"step": 500, "val": 2.0}])], cfg)["summary"]["yat_b"]
     assert seeds["best_val_mean"] == 2.0  # over the seeds that reached an evaluation

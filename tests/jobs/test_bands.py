@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from attngeom import cli
-from attngeom.base import schema
+from attngeom.base import json_rules, schema, schema_results
 from attngeom.base.errors import InputError
 from attngeom.jobs import bands, ensemble
 from attngeom.judgement import expected, judge
@@ -65,7 +65,7 @@ def test_a_derived_band_covers_every_member_and_one_moved_outside_it_fails():
     kept = new["steps"]["1200"]["occupancy"]["models"]["softmax"]
     assert kept == current_rerun()["steps"]["1200"]["occupancy"]["models"]["softmax"]  # no ensemble: the band stays
     assert new["steps"]["1200"]["entropy"] == current_rerun()["steps"]["1200"]["entropy"]
-    schema.check(new, schema.RERUN_JSON, "derived")
+    json_rules.check(new, schema.RERUN_JSON, "derived")
 
 
 def test_an_ensemble_of_fewer_than_four_members_or_two_of_one_model_derives_nothing():
@@ -134,7 +134,7 @@ def test_the_bands_command_prints_and_writes_the_derived_bands(tmp_path, capsys)
     printed = capsys.readouterr().out
     now = current_rerun()["steps"]["1200"]["occupancy"]["models"]["yat_b"]["tolerance"]
     assert f"yat_b    published 51.0417    ± {now:g} -> ± 5.9 (ensemble)" in printed
-    written = schema.read_json(out, schema.RERUN_JSON)
+    written = json_rules.read_json(out, schema.RERUN_JSON)
     assert written["steps"]["1200"]["occupancy"]["models"]["yat_b"]["tolerance"] == 5.9
     assert cli.main(["bands", str(tmp_path / "missing.json")]) == 2
     capsys.readouterr()
@@ -164,7 +164,9 @@ def test_the_report_shows_a_stopped_run_beside_its_ensemble():
 def test_the_committed_step_1200_reruns_are_judged_again_on_their_summaries():
     """The three CPU reruns of paper-step1200.json against the bands in force (yat_b's derived from its
     ensemble), and against the band of 2 it replaced, which refused yat_b's 47.42 distinct winners."""
-    kept = schema.read_json(expected.REPO / "expected" / "measured" / "paper-step1200.json", schema.SUMMARY_JSON)
+    kept = json_rules.read_json(
+        expected.REPO / "expected" / "measured" / "paper-step1200.json", schema_results.SUMMARY_JSON
+    )
     now = {(m, s): inside for _, m, s, *_, inside in bands.judge_summaries(kept, current_rerun(), 1200)}
     assert len(now) == 6 and all(now.values())
     narrow = copy.deepcopy(current_rerun())
@@ -177,7 +179,7 @@ def test_the_step_1200_bands_are_those_the_committed_ensembles_derive():
     """rerun.json's step-1200 bands stay grounded in expected/measured/ensemble-step1200.json: a member added
     to the file without deriving the bands again (`./reproduce.sh bands ... --write`) fails here."""
     source = "expected/measured/ensemble-step1200.json"
-    kept = schema.read_json(expected.REPO / source, schema.SUMMARY_JSON)
+    kept = json_rules.read_json(expected.REPO / source, schema_results.SUMMARY_JSON)
     assert bands.derive(current_rerun(), kept, 1200, source) == current_rerun()
 
 
@@ -216,7 +218,9 @@ def test_a_forged_ensemble_is_one_error_and_nothing_written(forged, tmp_path, ca
 
 
 def test_bands_judge_exits_1_when_a_judged_run_lies_outside_its_band(tmp_path, capsys):
-    kept = schema.read_json(expected.REPO / "expected" / "measured" / "paper-step1200.json", schema.SUMMARY_JSON)
+    kept = json_rules.read_json(
+        expected.REPO / "expected" / "measured" / "paper-step1200.json", schema_results.SUMMARY_JSON
+    )
     source = expected.REPO / "expected" / "measured" / "ensemble-step1200.json"
     inside, outside = tmp_path / "inside.json", tmp_path / "outside.json"
     inside.write_text(json.dumps(kept))

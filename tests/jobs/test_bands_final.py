@@ -9,7 +9,7 @@ import json
 from helpers.expected import current_rerun
 
 from attngeom import cli
-from attngeom.base import schema
+from attngeom.base import json_rules, schema
 from attngeom.jobs import bands, ensemble
 from attngeom.judgement import expected, judge
 
@@ -135,7 +135,7 @@ def test_bands_final_exits_1_when_a_trajectory_lies_outside_and_2_on_a_report_wi
         f"{'occupancy.yat_b.final':28} abs 5.0: the published bundles 53.9583 inside; t0 52.9 inside {kept.format(2)}",
         f"written: {out}",
     ]
-    written = schema.read_json(out, schema.RERUN_JSON)
+    written = json_rules.read_json(out, schema.RERUN_JSON)
     assert written["claims"]["occupancy.yat_b.final"]["measured"][1] == {
         "trajectory": "t0",
         "value": 52.9,
@@ -198,7 +198,7 @@ def test_bands_final_exits_on_what_its_report_measures_not_on_a_band_it_leaves_a
         json.dumps(_report_base() | {"trajectories": {"sources": [], "trajectories": []} | _final_section([52.9])})
     )
     assert cli.main(["bands", "--final", str(report_json), "--write", str(out)]) == 0
-    written = schema.read_json(out, schema.RERUN_JSON)["claims"]
+    written = json_rules.read_json(out, schema.RERUN_JSON)["claims"]
     assert written["sweep.yat_b.max"]["measured"] == doc["claims"]["sweep.yat_b.max"]["measured"]
     assert "OUTSIDE" not in capsys.readouterr().out
     report_json.write_text(

@@ -13,7 +13,7 @@ import pytest
 from helpers import REPO
 from helpers.bundles import GOAT, QK, add_windows, copy_published, edit_run, npz_array, rewrite_npz, stop_after
 
-from attngeom.base import fetch, schema
+from attngeom.base import fetch, json_rules, schema, schema_results
 from attngeom.base.variants import PUBLISHED
 from attngeom.bundles import layout
 from attngeom.jobs import bands
@@ -150,7 +150,9 @@ def test_report_files(published_run):
         len(v) == 64 for v in prov["inputs"].values()
     )
     assert {p for p in prov["inputs"] if p.startswith(str(trajectories.MEASURED_DIR))} == {str(p) for p in summaries}
-    spread = schema.read_json(out / "report.json", schema.REPORT_JSON)["trajectories"]  # its section checked
+    spread = json_rules.read_json(out / "report.json", schema_results.REPORT_JSON)[
+        "trajectories"
+    ]  # its section checked
     assert {cid for cid, one in spread["claims"].items() if one["kind"] == "statistic"} == {
         c["id"] for c in report["claims"] if c["kind"] == "statistic"
     }
@@ -367,8 +369,8 @@ def test_the_final_step_bands_list_every_full_length_trajectory_the_report_measu
     each band the trajectories it lists (a new full-length trajectory in expected/measured/ fails this
     until `bands --final report/report.json --write expected/rerun.json` lists it)."""
     _, out = published_run
-    section = schema.read_json(out / "report.json", schema.REPORT_JSON)["trajectories"]
-    current = schema.read_json(expected.EXPECTED_DIR / "rerun.json", schema.RERUN_JSON)
+    section = json_rules.read_json(out / "report.json", schema_results.REPORT_JSON)["trajectories"]
+    current = json_rules.read_json(expected.EXPECTED_DIR / "rerun.json", schema.RERUN_JSON)
     derived, _ = bands.final_measured(current, section, expected.load_claims())
 
     def listed(doc: dict) -> dict:

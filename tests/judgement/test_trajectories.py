@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema_results
 from attngeom.base.errors import InputError
 from attngeom.judgement import expected, trajectories
 from attngeom.judgement.trajectories import Trajectory
@@ -148,7 +148,7 @@ def test_the_measured_files_are_read_and_a_new_one_with_no_code_change(tmp_path:
     section = trajectories.section(list(CLAIMS.values()), [], measured, ["here"], RERUN)
     assert section["claims"]["scale.yat_b.0.5x"]["spread"]["members"] == [0.125]
     assert section["claims"]["occupancy.yat_b.final"]["spread"]["members"] == [52.5]
-    schema.check(section, schema.TRAJECTORIES, "section")
+    json_rules.check(section, schema_results.TRAJECTORIES, "section")
     (folder / "paper-step12000.json").write_text(json.dumps({"runs": {"yat_b": {"preset": "paper"}}}))
     with pytest.raises(InputError, match="paper-step12000.json"):
         trajectories.read_measured(folder)
@@ -157,11 +157,11 @@ def test_the_measured_files_are_read_and_a_new_one_with_no_code_change(tmp_path:
 def test_the_section_schema_refuses_what_breaks_it():
     runs = [_stopped("s0", "softmax", 65.2, 0.557), _stopped("y0", "yat_b", 47.5, 0.76)]
     section = trajectories.section(list(CLAIMS.values()), [], runs, ["here"], RERUN)
-    schema.check(section, schema.TRAJECTORIES, "section")
+    json_rules.check(section, schema_results.TRAJECTORIES, "section")
     section["claims"]["inversion"]["steps"][1]["held"] = -1
     with pytest.raises(InputError, match="held"):
-        schema.check(section, schema.TRAJECTORIES, "section")
+        json_rules.check(section, schema_results.TRAJECTORIES, "section")
     section["claims"]["inversion"]["steps"][1]["held"] = 1
     section["claims"]["occupancy.yat_b.step0"]["spread"]["std"] = float("nan")
     with pytest.raises(InputError, match="occupancy.yat_b.step0.spread.std"):
-        schema.check(section, schema.TRAJECTORIES, "section")
+        json_rules.check(section, schema_results.TRAJECTORIES, "section")

@@ -172,15 +172,18 @@ def test_markdown_shows_each_statistic_beside_the_trajectories_and_each_comparis
 
 
 def test_the_report_json_written_is_valid_against_its_schema_with_its_trajectories(tmp_path: Path):
-    from attngeom.base import schema
+    from attngeom.base import json_rules, schema_results
 
     doc = trajectory_report()
     report.write_report(tmp_path, doc, {"models": {}})
-    assert schema.read_json(tmp_path / "report.json", schema.REPORT_JSON)["trajectories"] == doc["trajectories"]
+    assert (
+        json_rules.read_json(tmp_path / "report.json", schema_results.REPORT_JSON)["trajectories"]
+        == doc["trajectories"]
+    )
     doc["trajectories"]["claims"]["inversion"]["steps"][0]["measured"]["softmax"] = 0.5
     report.write_report(tmp_path, doc, {"models": {}})
     with pytest.raises(InputError, match=r"trajectories\.claims\.inversion\.steps\[0\]\.measured\.softmax"):
-        schema.read_json(tmp_path / "report.json", schema.REPORT_JSON)
+        json_rules.read_json(tmp_path / "report.json", schema_results.REPORT_JSON)
 
 
 def test_a_comparison_counts_the_trajectories_its_pairings_used_not_those_that_lack_its_statistic():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from attngeom.base import schema
+from attngeom.base import json_rules
 from attngeom.report import outputs, page
 
 DRAWN = "ab" * 32  # the sha256 of the bundle file the figures were drawn from
@@ -24,9 +24,9 @@ def written(tmp_path, monkeypatch):
     meta = {"figures": [ENTRY], "inputs": [DRAWN]}
     (out / page.FIGURES_DIR / page.FIGURES_JSON).write_text(json.dumps(meta), encoding="utf-8")
     parsed, pages = [], []
-    read_json = schema.read_json
+    read_json = json_rules.read_json
     monkeypatch.setattr(
-        schema, "read_json", lambda path, *a, **k: parsed.append(Path(path).name) or read_json(path, *a, **k)
+        json_rules, "read_json", lambda path, *a, **k: parsed.append(Path(path).name) or read_json(path, *a, **k)
     )
     monkeypatch.setattr(outputs, "write_report", lambda folder, report, results: (folder / "REPORT.md").touch())
     monkeypatch.setattr(page, "write_html", lambda folder, report, results, figures: pages.append(figures))

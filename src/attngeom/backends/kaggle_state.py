@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema
 from attngeom.base.errors import InputError
 from attngeom.base.files import write_json_atomic
 
@@ -23,7 +23,7 @@ def load_state(run: Path) -> dict:
     if not path.is_file():
         raise InputError(f"{run}: no {STATE_FILE} here; start with `./reproduce.sh kaggle run` or `kaggle build`")
     try:
-        state = schema.read_json(path, max_bytes=MAX_STATE_BYTES)
+        state = json_rules.read_json(path, max_bytes=MAX_STATE_BYTES)
     except InputError as exc:
         raise InputError(f"{path}: not a readable {STATE_FILE} ({str(exc)[:200]})") from exc
     check_state(state, f"{path}: not a {STATE_FILE} this version wrote")

@@ -1,7 +1,7 @@
 """The result and report documents, typed once: results.json (`Results`) and report.json (`Report`).
 
 verify builds them, report/markdown.py, report/page.py and report/outputs.py write them, and `summary` and
-`figures` read report.json back through schema.REPORT_JSON, which checks the fields they use.
+`figures` read report.json back through schema_results.REPORT_JSON, which checks the fields they use.
 They stay plain JSON objects (TypedDicts), so the files are what they were.
 """
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom.base import schema
+from attngeom.base import json_rules
 from attngeom.base.errors import InputError
 
 
 def read_runs(path: Path) -> dict[str, dict[int, float]]:
     """Per mechanism, each seed's best validation loss; anything malformed is one InputError."""
-    return runs_of(schema.read_json(path), Path(path))
+    return runs_of(json_rules.read_json(path), Path(path))
 
 
 def runs_of(data: object, path: Path) -> dict[str, dict[int, float]]:
@@ -46,7 +46,7 @@ def runs_of(data: object, path: Path) -> dict[str, dict[int, float]]:
 def quality(path: Path, source: str) -> dict:
     """Per mechanism: seeds, best_val per seed, their mean and population standard deviation
     (as the companion's summary states them), and the summary's own mean for comparison."""
-    data = schema.read_json(path)  # read and parsed once, within schema's limits
+    data = json_rules.read_json(path)  # read and parsed once, within schema's limits
     runs = runs_of(data, Path(path))
     summary = data.get("summary")
     summary = summary if isinstance(summary, dict) else {}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema
 from attngeom.base.errors import InputError
 from attngeom.base.files import write_json_atomic
 from attngeom.base.variants import PUBLISHED, find, kernel_law, strict_mask
@@ -88,7 +88,7 @@ def _scalars(model: BundleModel, key: str) -> np.ndarray | None:
 
 def read_run_json(path: Path) -> dict:
     """Parse and check a `yat_attention.json` against its schema."""
-    return schema.read_json(path, schema.RUN_JSON)
+    return json_rules.read_json(path, schema.RUN_JSON)
 
 
 def _find_run(path: Path, data: dict, variant: str, seed: int) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema
 
 MANIFEST = "manifest.json"
 REPORT = "report"  # the folder of the report verify writes of a run
@@ -16,4 +16,4 @@ REPORT = "report"  # the folder of the report verify writes of a run
 
 def read_manifest(path: Path) -> dict:
     """A run's manifest.json, checked against its schema."""
-    return schema.read_json(path, schema.MANIFEST_JSON)
+    return json_rules.read_json(path, schema.MANIFEST_JSON)

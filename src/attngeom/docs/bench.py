@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema_results
 from attngeom.base.files import REPO
 from attngeom.docs.measured import relative
 
@@ -29,7 +29,7 @@ def provenance(doc: dict) -> str:
 def bench_verify() -> str:
     """The verify stage and the hull census, from bench/results/verify.json."""
     path = BENCH / "verify.json"
-    d = schema.read_json(path, schema.BENCH_VERIFY_JSON)
+    d = json_rules.read_json(path, schema_results.BENCH_VERIFY_JSON)
     lines = [
         f"- verify stage (3 models, all claims, report): median {d['verify_s']:.2f} s over {d['runs']} runs;",
         f"- with {d['windows']} extra windows per model: {d['verify_with_windows_s']:.2f} s "
@@ -46,7 +46,7 @@ def bench_verify() -> str:
 
 def verify_time() -> str:
     """One sentence: the verify stage's median time, from bench/results/verify.json (in full: `bench_verify`)."""
-    d = schema.read_json(BENCH / "verify.json", schema.BENCH_VERIFY_JSON)
+    d = json_rules.read_json(BENCH / "verify.json", schema_results.BENCH_VERIFY_JSON)
     return (
         f"The verify stage takes {d['verify_s']:.2f} s (median of {d['runs']} runs on {d['measured']['machine']}; "
         "[speed](docs/speed.md))."
@@ -57,7 +57,7 @@ def bench_train() -> str:
     """The training harness against a per-step loop, from bench/results/train-*.json."""
     out = []
     for path in sorted(BENCH.glob("train-*.json")):
-        d = schema.read_json(path, schema.BENCH_TRAIN_JSON)
+        d = json_rules.read_json(path, schema_results.BENCH_TRAIN_JSON)
         rows = [
             "| variant | harness steps/s | per-step loop steps/s | ratio | losses | the step's share of its matmuls' rate alone |",
             "| --- | --- | --- | --- | --- | --- |",
@@ -78,7 +78,7 @@ def bench_profile() -> str:
     """Where a training step's time goes, from bench/results/profile-*.json (`bench profile`)."""
     out = []
     for path in sorted(BENCH.glob("profile-*.json")):
-        d = schema.read_json(path)
+        d = json_rules.read_json(path)
         classes = list(next(iter(d["variants"].values()))["shares"])
         rows = [
             "| variant | s/step | inside operations | " + " | ".join(classes) + " |",
@@ -101,7 +101,7 @@ def suite() -> str:
     path = BENCH / "suite.json"
     if not path.exists():
         return "no whole run of the suite recorded yet"
-    d = schema.read_json(path, schema.SUITE_JSON)
+    d = json_rules.read_json(path, schema_results.SUITE_JSON)
     counts = ", ".join(f"{n} {k}" for k, n in d["outcomes"].items() if n)
     load = ", ".join(f"{x:g}" for x in d["load_average"])
     return (
@@ -115,7 +115,7 @@ def suite_time() -> str:
     path = BENCH / "suite.json"
     if not path.exists():
         return "its time not recorded yet"
-    d = schema.read_json(path, schema.SUITE_JSON)
+    d = json_rules.read_json(path, schema_results.SUITE_JSON)
     cores = re.search(r"(\d+) cores?\)$", d["machine"])
     wall = d["wall_s"]
     took = f"{wall / 60:.0f} min" if wall >= 90 else f"{wall:.0f} s"
@@ -133,7 +133,7 @@ def kaggle_estimate(members: int = 4, short: bool = False) -> str:
     from attngeom.base.train_config import PRESETS
 
     path = BENCH / "gpu-budget-t4.json"
-    d = schema.read_json(path)
+    d = json_rules.read_json(path)
     machine = kaggle_budget.MACHINES["NvidiaTeslaT4"]
     per_gpu = kaggle_budget.largest_group(members, machine)
     if d["members"] != per_gpu:
@@ -165,7 +165,7 @@ def gpu_ensemble_estimate() -> str:
     from attngeom.training.flops import schedule_seconds
 
     path = BENCH / "gpu-budget-h100.json"
-    d = schema.read_json(path)
+    d = json_rules.read_json(path)
     tflop = {v: f / 1e12 for v, f in d["step_flops"].items()}
     per_member_gflop = 1e3 * tflop["yat_b"] / d["members"]
     steps = PRESETS[d["preset"]].steps
@@ -187,7 +187,7 @@ def mutation_table() -> str:
 
     listed = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["attngeom"]["mutation"]
     path = BENCH / "mutation.json"
-    record = schema.read_json(path)["modules"] if path.exists() else {}
+    record = json_rules.read_json(path)["modules"] if path.exists() else {}
     rows = ["| module | caught | mutants (less equivalent) | survivors | measured |", "| --- | --- | --- | --- | --- |"]
     for module, m in record.items():
         judged = m["mutants"] - m["equivalent"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema_results
 from attngeom.base.files import REPO
 from attngeom.base.variants import model_key
 from attngeom.bundles.layout import BundleModel, load_models
@@ -28,7 +28,7 @@ FULL = MEASURED / "paper-step12000.json"
 
 
 def _kept(path: Path) -> dict | None:
-    return schema.read_json(path, schema.SUMMARY_JSON) if path.is_file() else None
+    return json_rules.read_json(path, schema_results.SUMMARY_JSON) if path.is_file() else None
 
 
 def _none_yet(path: Path) -> str:

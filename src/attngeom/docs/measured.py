@@ -15,7 +15,7 @@ from collections import Counter
 from functools import cache
 from pathlib import Path
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema, schema_results
 from attngeom.base.files import REPO
 from attngeom.judgement.causes import far_field_settling
 from attngeom.report.headline import kinds_sentence
@@ -24,8 +24,8 @@ MEASURED = REPO / "expected" / "measured"
 STEP_STATISTICS = (("distinct_winners", "distinct winners of 128"), ("mean_norm_entropy", "entropy"))
 
 
-def _read(path: Path, spec: schema.Spec | None = None) -> dict:
-    return schema.read_json(path, spec)
+def _read(path: Path, spec: json_rules.Spec | None = None) -> dict:
+    return json_rules.read_json(path, spec)
 
 
 def relative(path: Path) -> str:
@@ -156,7 +156,7 @@ def _minutes(seconds: float | None) -> str:
 def step1200_runs() -> str:
     """The CPU reruns stopped after step 1200 (paper-step1200.json): each statistic beside the published run's."""
     path = MEASURED / "paper-step1200.json"
-    doc = _read(path, schema.SUMMARY_JSON)
+    doc = _read(path, schema_results.SUMMARY_JSON)
     rows = [
         "| variant | wall time | distinct winners of 128 | entropy | val. loss at 1000 | step-1200 map against the published | verdict |",
         "|---|---|---|---|---|---|---|",
@@ -181,7 +181,7 @@ def step1200_runs() -> str:
 def ensemble_table(variant: str) -> str:
     """One variant's ensemble at step 1200 (ensemble-step1200.json): each member's value, the spread, the published value."""
     path = MEASURED / "ensemble-step1200.json"
-    run = _read(path, schema.SUMMARY_JSON)["runs"][variant]
+    run = _read(path, schema_results.SUMMARY_JSON)["runs"][variant]
     stats = run["ensemble"]["statistics"][f"{variant}_s0"]
     wanted = [(k, "1200", label) for k, label in STEP_STATISTICS] + [
         ("validation_loss", step, f"validation loss at step {step}") for step in ("500", "1000")
@@ -263,7 +263,7 @@ def judged_again(step: int = 1200) -> str:
     """The runs of paper-step1200.json judged again with the bands in force (`bands --judge`)."""
     from attngeom.jobs import bands
 
-    kept = _read(MEASURED / "paper-step1200.json", schema.SUMMARY_JSON)
+    kept = _read(MEASURED / "paper-step1200.json", schema_results.SUMMARY_JSON)
     now = _read(REPO / "expected" / "rerun.json", schema.RERUN_JSON)
     rows = ["| run | statistic | value | band | verdict |", "| --- | --- | --- | --- | --- |"]
     for who, _, name, value, published, t, inside in bands.judge_summaries(kept, now, step):

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema, schema_results
 from attngeom.base.errors import InputError
 from attngeom.base.files import shown, write_json_atomic
 from attngeom.base.variants import model_of, published_run
@@ -253,7 +253,7 @@ def run_final(args: BandsOptions) -> int:
     ]
     if given:
         raise InputError(f"--final: alone; {', '.join(given)} belong to the bands of an ensemble's step")
-    doc = schema.read_json(args.final, schema.REPORT_JSON)
+    doc = json_rules.read_json(args.final, schema_results.REPORT_JSON)
     section, kind = doc.get("trajectories"), doc.get("evidence", {}).get("kind")
     if section is None:
         raise InputError(f"{shown(args.final)}: no `trajectories` section (a report of this version's verify)")
@@ -267,11 +267,11 @@ def run_final(args: BandsOptions) -> int:
             statistic = one.get("statistic")
             if v["value"] is not None and statistic in TABLE and not possible(statistic, v["value"]):
                 raise InputError(f"{shown(args.final)}: {cid}: {v['value']!r} is no value of {statistic}")
-    current = schema.read_json(expected.EXPECTED_DIR / "rerun.json", schema.RERUN_JSON)
+    current = json_rules.read_json(expected.EXPECTED_DIR / "rerun.json", schema.RERUN_JSON)
     new, lines = final_measured(current, section, expected.load_claims())
     print("\n".join(lines.values()))
     if args.write:
-        schema.check(new, schema.RERUN_JSON, f"the rerun.json for {shown(args.write)}")
+        json_rules.check(new, schema.RERUN_JSON, f"the rerun.json for {shown(args.write)}")
         write_json_atomic(args.write, new)
         print(f"written: {shown(args.write)}")
     return 1 if any(not m["covered"] for cid in lines for m in new["claims"][cid]["measured"]) else 0
@@ -285,9 +285,9 @@ def run_bands(args: BandsOptions) -> int:
     if args.ensemble is None:
         raise InputError("bands: give a summary file holding ensembles, or --final REPORT_JSON")
     step = DEFAULT_STEP if args.step is None else args.step
-    summary_doc = schema.read_json(args.ensemble, schema.SUMMARY_JSON)
+    summary_doc = json_rules.read_json(args.ensemble, schema_results.SUMMARY_JSON)
     path = expected.EXPECTED_DIR / "rerun.json"
-    current = schema.read_json(path, schema.RERUN_JSON)
+    current = json_rules.read_json(path, schema.RERUN_JSON)
     source = shown(args.source or args.ensemble)
     new = derive(current, summary_doc, step, source)
     spreads = ensembles_at(summary_doc, step, source)
@@ -313,7 +313,7 @@ def run_bands(args: BandsOptions) -> int:
     judged = [
         (file, row)
         for file in args.judge
-        for row in judge_summaries(schema.read_json(file, schema.SUMMARY_JSON), new, step)
+        for row in judge_summaries(json_rules.read_json(file, schema_results.SUMMARY_JSON), new, step)
     ]
     for file, (who, model, name, value, published, t, inside) in judged:
         verdict = "PASS" if inside else "FAIL"

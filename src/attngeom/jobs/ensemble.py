@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from attngeom.base import fetch, schema
+from attngeom.base import fetch, json_rules, schema
 from attngeom.base.errors import InputError
 from attngeom.base.files import remove_temporaries, sha256_file, shown, write_json_atomic
 from attngeom.base.variants import model_key, model_of, published_run
@@ -54,7 +54,7 @@ def is_ensemble(path: Path) -> bool:
 
 def read(path: Path) -> dict:
     """An ensemble's ensemble.json, checked against its schema."""
-    return schema.read_json(Path(path) / SUMMARY, schema.ENSEMBLE_JSON)
+    return json_rules.read_json(Path(path) / SUMMARY, schema.ENSEMBLE_JSON)
 
 
 def member_statistics(run_dir: Path, manifest: dict) -> dict[str, dict[str, dict[str, float]]]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attngeom.base import blocks, fetch, schema
+from attngeom.base import blocks, fetch, json_rules, schema_results
 from attngeom.base.errors import InputError
 from attngeom.base.files import (
     REPO,
@@ -85,7 +85,7 @@ def _report(run_dir: Path, models: list[BundleModel]) -> Report:
         raise InputError(
             f"{shown(path)}: no report; judge the run first: ./reproduce.sh --bundles {shown(run_dir)} --out {shown(path.parent)}"
         )
-    doc = schema.read_json(path, schema.REPORT_JSON)
+    doc = json_rules.read_json(path, schema_results.REPORT_JSON)
     judged = set(doc["provenance"]["inputs"].values())
     for m in models:
         if not {sha256_file(m.files["attn"]), sha256_file(m.files["geom"])} <= judged:
@@ -273,8 +273,8 @@ def run_summary(args: SummaryOptions) -> int:
     if len(set(names)) < len(names):
         raise InputError(f"two run folders with the same name among {', '.join(map(shown, args.runs))}")
     for text, flag in ((args.what, "--what"), (args.note, "--note")):
-        if len(text) > schema.MAX_TEXT:
-            raise InputError(f"{flag}: at most {schema.MAX_TEXT:,} characters, got {len(text):,}")
+        if len(text) > json_rules.MAX_TEXT:
+            raise InputError(f"{flag}: at most {json_rules.MAX_TEXT:,} characters, got {len(text):,}")
     apart(args.out, args.runs, "the summary")
     if args.together is not None:
         if any(ensemble.is_ensemble(run_dir) for run_dir in args.runs):
@@ -298,7 +298,11 @@ def run_summary(args: SummaryOptions) -> int:
         for run in runs.values():
             run["note"] = args.note
     with exclusive(args.out, *([args.together] if args.together is not None else [])):
-        doc = schema.read_json(args.out, schema.SUMMARY_JSON) if args.out.exists() else {"what": "", "runs": {}}
+        doc = (
+            json_rules.read_json(args.out, schema_results.SUMMARY_JSON)
+            if args.out.exists()
+            else {"what": "", "runs": {}}
+        )
         _no_other_training(doc["runs"], runs, args.out)
         doc["what"] = args.what or doc.get("what", "")
         doc["runs"] = {**doc["runs"], **runs}
@@ -306,7 +310,7 @@ def run_summary(args: SummaryOptions) -> int:
             kept_together(args.together)  # again, under the lock
             remove_temporaries(args.together.parent, recursive=False, of=args.together.name)
             doc["together"] = judge_together(args.together, dict(zip(names, args.runs)))
-        schema.check(doc, schema.SUMMARY_JSON, shown(args.out))
+        json_rules.check(doc, schema_results.SUMMARY_JSON, shown(args.out))
         write_json_atomic(args.out, doc)
     for who, one in [*judged_runs(runs), *([("together", doc["together"])] if args.together else [])]:
         v = one["verdict"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema
 from attngeom.base.errors import InputError
 from attngeom.base.files import REPO, sha256_file
 from attngeom.judgement.claims import CLAIM_FUNCTIONS, STEP_CLAIMS
@@ -53,7 +53,7 @@ def _check_judgement(path: Path, cid: str, comparison: str, tolerance) -> None:
 def load_claims(folder: Path | None = None) -> list[dict]:
     """Every claim entry, validated: known function, known comparison, unique ids."""
     path = (folder or EXPECTED_DIR) / "claims.json"
-    entries = schema.read_json(path, schema.CLAIMS_JSON).get("claims", [])
+    entries = json_rules.read_json(path, schema.CLAIMS_JSON).get("claims", [])
     seen = set()
     for e in entries:
         missing = [f for f in _FIELDS if f not in e]
@@ -78,7 +78,7 @@ def load_rerun(folder: Path | None = None, claims: list[dict] | None = None) -> 
     """The rerun tier: claim id -> {value?, comparison, tolerance, reason, smoke}; `claims`: the claim
     entries when read already (else claims.json is read)."""
     path = (folder or EXPECTED_DIR) / "rerun.json"
-    bands = schema.read_json(path, schema.RERUN_JSON).get("claims", {})
+    bands = json_rules.read_json(path, schema.RERUN_JSON).get("claims", {})
     claims = {e["id"]: e for e in (load_claims(folder) if claims is None else claims)}
     for cid, band in bands.items():
         if cid not in claims:
@@ -95,7 +95,7 @@ def load_steps(folder: Path | None = None) -> dict[int, dict[str, dict]]:
     `models` holds each model's band: model -> {published, tolerance, reason, ensemble?}. The statistic
     is one of table.STEP_STATISTICS, judged by its claim function (claims.STEP_CLAIMS)."""
     path = (folder or EXPECTED_DIR) / "rerun.json"
-    steps = schema.read_json(path, schema.RERUN_JSON).get("steps", {})
+    steps = json_rules.read_json(path, schema.RERUN_JSON).get("steps", {})
     for step, statistics in steps.items():
         for name, band in statistics.items():
             if not step.isdigit() or band["statistic"] not in STEP_STATISTICS.keys() & STEP_CLAIMS.keys():

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema_results
 from attngeom.base.files import shown
 from attngeom.base.train_config import PRESETS
 from attngeom.base.variants import PUBLISHED, model_of, published_run
@@ -89,7 +89,7 @@ def judged_runs(runs: dict[str, dict]) -> Iterator[tuple[str, dict]]:
 
 
 def from_summary(doc: dict, where: str) -> list[Trajectory]:
-    """The seed-0 paper trajectories a summary file (schema.SUMMARY_JSON) keeps, an ensemble's members one by one."""
+    """The seed-0 paper trajectories a summary file (schema_results.SUMMARY_JSON) keeps, an ensemble's members one by one."""
     out = []
     for who, run in judged_runs(doc["runs"]):
         for model, entry in run["statistics"].items():
@@ -103,9 +103,9 @@ def _summaries(folder: Path | None) -> Iterator[tuple[Path, dict]]:
     """Each summary file in `folder` (default MEASURED_DIR) and its document: those with `runs`; others, such
     as fidelity records, are passed over. A summary that breaks its schema is an InputError."""
     for path in sorted(Path(folder or MEASURED_DIR).glob("*.json")):
-        doc = schema.read_json(path)
+        doc = json_rules.read_json(path)
         if isinstance(doc, dict) and "runs" in doc:
-            schema.check(doc, schema.SUMMARY_JSON, shown(path))
+            json_rules.check(doc, schema_results.SUMMARY_JSON, shown(path))
             yield path, doc
 
 

@@ -21,7 +21,7 @@ import matplotlib
 import numpy as np
 from matplotlib.colors import ListedColormap
 
-from attngeom.base import schema
+from attngeom.base import json_rules
 from attngeom.base.errors import InputError
 from attngeom.base.files import sha256_file, shown, write_json_atomic
 from attngeom.base.variants import variant
@@ -210,7 +210,7 @@ def render_figures(models: dict[str, BundleModel], folder: Path, workers: int = 
 
 def _read_json(path: Path) -> dict:
     try:
-        return schema.read_json(path, schema.Record())
+        return json_rules.read_json(path, json_rules.Record())
     except InputError as exc:
         raise InputError(f"{exc}; rerun ./reproduce.sh verify --out {shown(path.parent)}") from exc
 

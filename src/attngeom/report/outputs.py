@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from attngeom.base import schema
+from attngeom.base import json_rules, schema_results
 from attngeom.base.errors import InputError
 from attngeom.base.files import replaceable, replaced_folder, shown, tmp_prefix
 from attngeom.base.records import Report, Results
@@ -52,7 +52,7 @@ def drawn_figures(folder: Path) -> dict:
     """The figures.json of the figures in `folder`: their entries and the sha256 of the bundle files
     they were drawn from (empty: none, or unreadable)."""
     try:
-        return schema.read_json(folder / page.FIGURES_DIR / page.FIGURES_JSON, schema.FIGURES_JSON)
+        return json_rules.read_json(folder / page.FIGURES_DIR / page.FIGURES_JSON, schema_results.FIGURES_JSON)
     except InputError:
         return {}
 
