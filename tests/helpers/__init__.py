@@ -1,8 +1,8 @@
 """What the tests share, imported by them (never from one another): the repository root here, and in the
 modules beside it the published bundles' copies (`bundles`), the fake Kaggle server (`kaggle`), the
 command line in a subprocess and the report set's checks (`reports`), signals (`signals`), tmpfs mounts
-(`mounts`), the trained smoke runs (`runs`), the Docker command (`docker`) and the judged runs a summary
-reads (`summaries`). The fixtures built on them are in tests/conftest.py."""
+(`mounts`), the trained smoke runs (`runs`), the Docker command (`docker`), the judged runs a summary
+reads (`summaries`) and the checks of a JSON rule (`rules`). The fixtures built on them are in tests/conftest.py."""
 
 from __future__ import annotations
 
