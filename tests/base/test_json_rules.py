@@ -117,7 +117,10 @@ def test_each_rule_names_what_it_found_and_what_is_due(doc, spec, message):
     [
         (0, json_rules.Number(0, 10, integer=True)),  # both bounds belong to the range
         (10, json_rules.Number(0, 10, integer=True)),
-        ("abc", json_rules.Text(3)),
+        ("abc", json_rules.Text(3)),  # both lengths belong to the range, of a string and of a list
+        ("a", json_rules.Text(3, min_len=1)),
+        ([1, 2], json_rules.Items(json_rules.Number(), max_len=2)),
+        ([1], json_rules.Items(json_rules.Number(), max_len=2, min_len=1)),
         ("abc", json_rules.Text(pattern="[a-z]+")),
         ({"a": 1, "b": 2}, json_rules.Record(max_len=2)),
         ({"y": [1, "z"]}, json_rules.Record()),  # other keys are anything by default
